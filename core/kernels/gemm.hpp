@@ -1,0 +1,68 @@
+/// @file
+/// @brief The GEMM kernel registry: named matrix-multiply kernels the matmul op picks from.
+///
+/// Owns: the calling convention every GEMM kernel follows and the table of kernels.
+/// Later labs add kernel families (blocked, packed SIMD, threaded, CUDA) by registering
+/// here; autograd and the matmul op never change.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gl::kernels {
+
+/// One row-major GEMM problem: C[M x N] = op(A)[M x K] * op(B)[K x N], overwriting C.
+/// op(X) is X or its transpose. Element (i, k) of op(A) is A[i * lda + k] when
+/// !trans_a and A[k * lda + i] when trans_a; likewise for B; C(i, j) is C[i * ldc + j].
+template <class T>
+struct GemmArgs {
+    bool trans_a = false;   ///< read A transposed
+    bool trans_b = false;   ///< read B transposed
+    std::int64_t M = 0;     ///< rows of C
+    std::int64_t N = 0;     ///< columns of C
+    std::int64_t K = 0;     ///< the summed dimension
+    const T* A = nullptr;   ///< left operand
+    std::int64_t lda = 0;   ///< row stride of A as stored
+    const T* B = nullptr;   ///< right operand
+    std::int64_t ldb = 0;   ///< row stride of B as stored
+    T* C = nullptr;         ///< result (overwritten)
+    std::int64_t ldc = 0;   ///< row stride of C
+};
+
+/// Signature of a float32 GEMM kernel.
+using SgemmFn = void (*)(const GemmArgs<float>&);
+/// Signature of a float64 GEMM kernel.
+using DgemmFn = void (*)(const GemmArgs<double>&);
+
+/// A named kernel and the one idea it adds over its predecessor.
+struct GemmKernel {
+    std::string name;        ///< registry key, e.g. "naive", "eigen"
+    std::string idea;        ///< one line for tables: what this version does
+    SgemmFn sgemm = nullptr; ///< float32 entry point (required)
+    DgemmFn dgemm = nullptr; ///< float64 entry point (optional)
+};
+
+/// Adds a kernel (replacing one of the same name).
+void register_gemm(const GemmKernel& kernel);
+/// The kernel called @p name; throws an error listing the known names otherwise.
+const GemmKernel& find_gemm(const std::string& name);
+/// All registered kernels, in registration order.
+std::vector<GemmKernel> gemm_kernels();
+/// Makes @p name the kernel matmul uses.
+void set_default_gemm(const std::string& name);
+/// The kernel matmul uses now (the fastest registered one unless changed).
+const GemmKernel& default_gemm();
+
+/// Runs @p args through the default kernel (float32).
+void gemm(const GemmArgs<float>& args);
+/// Runs @p args through the default kernel, or the naive one if it has no float64 path.
+void gemm(const GemmArgs<double>& args);
+
+/// @cond
+// The built-in kernels, one function per kernel file.
+GemmKernel gemm_naive_kernel();
+GemmKernel gemm_eigen_kernel();
+/// @endcond
+
+}  // namespace gl::kernels

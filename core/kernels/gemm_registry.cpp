@@ -1,0 +1,85 @@
+#include <mutex>
+
+#include "base/error.hpp"
+#include "kernels/gemm.hpp"
+
+namespace gl::kernels {
+namespace {
+
+struct Registry {
+    std::mutex mutex;
+    std::vector<GemmKernel> kernels;
+    std::string default_name;
+};
+
+Registry& registry() {
+    static Registry r;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        // The built-in kernels, slowest first; the last one is the default.
+        r.kernels = {gemm_naive_kernel(), gemm_eigen_kernel()};
+        r.default_name = r.kernels.back().name;
+    });
+    return r;
+}
+
+const GemmKernel* find_locked(Registry& r, const std::string& name) {
+    for (const auto& k : r.kernels)
+        if (k.name == name) return &k;
+    return nullptr;
+}
+
+}  // namespace
+
+void register_gemm(const GemmKernel& kernel) {
+    check(kernel.sgemm != nullptr, "register_gemm: kernel '" + kernel.name + "' has no float32 entry");
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    for (auto& k : r.kernels)
+        if (k.name == kernel.name) {
+            k = kernel;
+            return;
+        }
+    r.kernels.push_back(kernel);
+}
+
+const GemmKernel& find_gemm(const std::string& name) {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    if (const GemmKernel* k = find_locked(r, name)) return *k;
+    std::string known;
+    for (const auto& k : r.kernels) known += (known.empty() ? "" : ", ") + k.name;
+    throw Error("unknown GEMM kernel '" + name + "'; known kernels: " + known);
+}
+
+std::vector<GemmKernel> gemm_kernels() {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    return r.kernels;
+}
+
+void set_default_gemm(const std::string& name) {
+    find_gemm(name);  // throws for an unknown name
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.default_name = name;
+}
+
+const GemmKernel& default_gemm() {
+    Registry& r = registry();
+    std::string name;
+    {
+        std::lock_guard lock(r.mutex);
+        name = r.default_name;
+    }
+    return find_gemm(name);
+}
+
+void gemm(const GemmArgs<float>& args) { default_gemm().sgemm(args); }
+
+void gemm(const GemmArgs<double>& args) {
+    const GemmKernel& k = default_gemm();
+    (k.dgemm ? k.dgemm : find_gemm("naive").dgemm)(args);
+}
+
+}  // namespace gl::kernels

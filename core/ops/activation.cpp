@@ -1,0 +1,37 @@
+// ReLU: max(x, 0). Its derivative is 1 where the input was positive and 0 elsewhere, so
+// the backward only needs to know where the input was positive.
+#include "autograd/node.hpp"
+#include "kernels/cpu/broadcast.hpp"
+#include "ops/ops.hpp"
+
+namespace gl {
+namespace {
+
+struct ReluBackward final : Node {
+    Tensor output;  // relu(x) > 0 exactly where x > 0, so the output is enough to save
+    std::string name() const override { return "ReluBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override {
+        // LAB 01 BEGIN: relu backward
+        // Pass the gradient through where the unit was active, block it elsewhere.
+        return {dispatch_floating(g.dtype(), "relu backward", [&]<class T>() {
+            return kernels::binary_broadcast<T>(g, output, [](T grad, T y) { return y > T(0) ? grad : T(0); });
+        })};
+        // LAB 01 END
+    }
+};
+
+}  // namespace
+
+Tensor relu(const Tensor& a) {
+    Tensor out = dispatch_floating(a.dtype(), "relu", [&]<class T>() {
+        return kernels::unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
+    });
+    if (should_record({a})) {
+        auto node = std::make_shared<ReluBackward>();
+        node->output = out.detach();
+        record(out, node, {a});
+    }
+    return out;
+}
+
+}  // namespace gl

@@ -1,0 +1,148 @@
+// Element-wise arithmetic with broadcasting: forward and backward side by side.
+//
+// Broadcasting lets a [64, 128] activation be added to a [128] bias as if the bias were
+// copied 64 times. The gradient of that copy is a sum: every copy of a bias element
+// received a gradient, and they all flow back into the one element.
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "kernels/cpu/broadcast.hpp"
+#include "ops/ops.hpp"
+
+namespace gl {
+namespace {
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+    check(a.dtype() == b.dtype(), std::string(op) + ": operands have different dtypes (" +
+                                      name_of(a.dtype()) + " and " + name_of(b.dtype()) +
+                                      "); convert one with to_dtype");
+}
+
+struct AddBackward final : Node {
+    Shape a_shape, b_shape;
+    std::string name() const override { return "AddBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override {
+        // LAB 01 BEGIN: add backward
+        // d(a + b)/da = 1, so a's gradient is g itself, summed over the axes along
+        // which a was broadcast (sum_to); the same for b.
+        return {sum_to(g, a_shape), sum_to(g, b_shape)};
+        // LAB 01 END
+    }
+};
+
+struct SubBackward final : Node {
+    Shape a_shape, b_shape;
+    std::string name() const override { return "SubBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override {
+        return {sum_to(g, a_shape), sum_to(neg(g), b_shape)};
+    }
+};
+
+struct MulBackward final : Node {
+    Tensor a, b;
+    std::string name() const override { return "MulBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override {
+        return {sum_to(mul(g, b), a.shape()), sum_to(mul(g, a), b.shape())};
+    }
+};
+
+struct ScaleBackward final : Node {
+    double s = 1.0;
+    std::string name() const override { return "ScaleBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override { return {mul(g, s)}; }
+};
+
+}  // namespace
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+    check(shape.size() <= grad.shape().size(),
+          "sum_to: cannot reduce a gradient of shape " + shape_str(grad.shape()) +
+              " to the larger rank of " + shape_str(shape));
+    // LAB 01 BEGIN: reduce a gradient over broadcast axes (sum_to)
+    // Broadcasting aligned shape with grad.shape() from the right. Sum over the leading
+    // dimensions shape does not have, and over every dimension where shape has extent 1
+    // but grad does not; then reshape to shape.
+    if (grad.shape() == shape) return grad;
+    const std::size_t lead = grad.shape().size() - shape.size();
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < grad.shape().size(); ++d) {
+        const bool is_leading = d < lead;
+        if (is_leading || (shape[d - lead] == 1 && grad.shape()[d] != 1))
+            dims.push_back(static_cast<std::int64_t>(d));
+    }
+    return reshape(sum(grad, dims, /*keepdim=*/true), shape);
+    // LAB 01 END
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+    check_same_dtype(a, b, "add");
+    Tensor out = dispatch_floating(a.dtype(), "add", [&]<class T>() {
+        return kernels::binary_broadcast<T>(a, b, [](T x, T y) { return x + y; });
+    });
+    if (should_record({a, b})) {
+        auto node = std::make_shared<AddBackward>();
+        node->a_shape = a.shape();
+        node->b_shape = b.shape();
+        record(out, node, {a, b});
+    }
+    return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+    check_same_dtype(a, b, "sub");
+    Tensor out = dispatch_floating(a.dtype(), "sub", [&]<class T>() {
+        return kernels::binary_broadcast<T>(a, b, [](T x, T y) { return x - y; });
+    });
+    if (should_record({a, b})) {
+        auto node = std::make_shared<SubBackward>();
+        node->a_shape = a.shape();
+        node->b_shape = b.shape();
+        record(out, node, {a, b});
+    }
+    return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+    check_same_dtype(a, b, "mul");
+    Tensor out = dispatch_floating(a.dtype(), "mul", [&]<class T>() {
+        return kernels::binary_broadcast<T>(a, b, [](T x, T y) { return x * y; });
+    });
+    if (should_record({a, b})) {
+        auto node = std::make_shared<MulBackward>();
+        node->a = a.detach();
+        node->b = b.detach();
+        record(out, node, {a, b});
+    }
+    return out;
+}
+
+Tensor mul(const Tensor& a, double s) {
+    Tensor out = dispatch_floating(a.dtype(), "mul", [&]<class T>() {
+        const T factor = static_cast<T>(s);
+        return kernels::unary_map<T>(a, [factor](T x) { return x * factor; });
+    });
+    if (should_record({a})) {
+        auto node = std::make_shared<ScaleBackward>();
+        node->s = s;
+        record(out, node, {a});
+    }
+    return out;
+}
+
+Tensor neg(const Tensor& a) { return mul(a, -1.0); }
+
+void add_(const Tensor& self, const Tensor& other, double alpha) {
+    check(self.shape() == other.shape(), "add_: shapes " + shape_str(self.shape()) + " and " +
+                                             shape_str(other.shape()) + " differ");
+    check(self.is_contiguous(), "add_: the destination must be contiguous");
+    check_same_dtype(self, other, "add_");
+    const Tensor src = other.is_contiguous() ? other : other.clone();
+    dispatch_floating(self.dtype(), "add_", [&]<class T>() {
+        T* dst = self.data<T>();
+        const T* s = src.data<T>();
+        const T a = static_cast<T>(alpha);
+        for (std::int64_t i = 0; i < self.numel(); ++i) dst[i] += a * s[i];
+    });
+}
+
+}  // namespace gl

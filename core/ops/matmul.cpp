@@ -1,0 +1,84 @@
+// Matrix multiply: forward through the GEMM kernel registry, backward as two more GEMMs.
+//
+// For C = A B with A [M, K] and B [K, N], the chain rule gives
+//   dL/dA = dL/dC B^T   ([M, N] x [N, K])
+//   dL/dB = A^T dL/dC   ([K, M] x [M, N])
+// so a training step spends three GEMMs per linear layer.
+#include "autograd/node.hpp"
+#include "kernels/gemm.hpp"
+#include "ops/ops.hpp"
+
+namespace gl {
+namespace {
+
+/// How a 2-d operand is laid out for a row-major GEMM: as stored, or transposed.
+struct Operand {
+    Tensor storage;       // the tensor the kernel reads (contiguous or a transposed view)
+    bool transposed;      // read as its transpose
+    std::int64_t ld;      // row stride of what is stored
+};
+
+Operand as_gemm_operand(const Tensor& x) {
+    // A row-major matrix has unit column stride; a transposed view of one has unit row
+    // stride. Anything else (e.g. a sliced view) is copied to row-major first.
+    if (x.strides()[1] == 1 && x.strides()[0] >= x.shape()[1]) return {x, false, x.strides()[0]};
+    if (x.strides()[0] == 1 && x.strides()[1] >= x.shape()[0]) return {x, true, x.strides()[1]};
+    const Tensor c = x.clone();
+    return {c, false, c.shape()[1]};
+}
+
+struct MatmulBackward final : Node {
+    Tensor a, b;
+    std::string name() const override { return "MatmulBackward"; }
+    std::vector<Tensor> backward(const Tensor& g) override {
+        // LAB 01 BEGIN: matmul backward
+        // Gradients of C = A B. Skip an input whose gradient nobody needs (next[i] is null):
+        // for the first layer of a network that saves a whole GEMM.
+        Tensor grad_a = next[0] ? matmul(g, t(b)) : Tensor();
+        Tensor grad_b = next[1] ? matmul(t(a), g) : Tensor();
+        return {grad_a, grad_b};
+        // LAB 01 END
+    }
+};
+
+template <class T>
+void run_gemm(const Operand& A, const Operand& B, const Tensor& out) {
+    kernels::GemmArgs<T> args;
+    args.trans_a = A.transposed;
+    args.trans_b = B.transposed;
+    args.M = out.shape()[0];
+    args.N = out.shape()[1];
+    args.K = A.transposed ? A.storage.shape()[0] : A.storage.shape()[1];
+    args.A = A.storage.template data<T>();
+    args.lda = std::max<std::int64_t>(A.ld, 1);
+    args.B = B.storage.template data<T>();
+    args.ldb = std::max<std::int64_t>(B.ld, 1);
+    args.C = out.template data<T>();
+    args.ldc = std::max<std::int64_t>(args.N, 1);
+    kernels::gemm(args);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    check(a.dim() == 2 && b.dim() == 2, "matmul: both operands must be 2-d, got shapes " +
+                                            shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    check(a.shape()[1] == b.shape()[0],
+          "matmul: inner dimensions differ: " + shape_str(a.shape()) + " x " +
+              shape_str(b.shape()) + " (the columns of the first must equal the rows of the second)");
+    check(a.dtype() == b.dtype(), "matmul: operands have different dtypes (" + name_of(a.dtype()) +
+                                      " and " + name_of(b.dtype()) + ")");
+    Tensor out = empty({a.shape()[0], b.shape()[1]}, a.dtype());
+    const Operand A = as_gemm_operand(a);
+    const Operand B = as_gemm_operand(b);
+    dispatch_floating(a.dtype(), "matmul", [&]<class T>() { run_gemm<T>(A, B, out); });
+    if (should_record({a, b})) {
+        auto node = std::make_shared<MatmulBackward>();
+        node->a = a.detach();
+        node->b = b.detach();
+        record(out, node, {a, b});
+    }
+    return out;
+}
+
+}  // namespace gl

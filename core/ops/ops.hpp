@@ -1,0 +1,96 @@
+/// @file
+/// @brief Differentiable tensor operations. Each op's forward and backward sit side by
+/// side in one file of this folder.
+///
+/// Owns: the math of each op and its gradient. The loops that do the work are in
+/// kernels/; the graph bookkeeping is in autograd/.
+#pragma once
+
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace gl {
+
+/// @name Element-wise arithmetic with NumPy broadcasting (elementwise.cpp)
+/// @{
+/// a + b.
+Tensor add(const Tensor& a, const Tensor& b);
+/// a - b.
+Tensor sub(const Tensor& a, const Tensor& b);
+/// a * b, element by element.
+Tensor mul(const Tensor& a, const Tensor& b);
+/// a * s for a number s.
+Tensor mul(const Tensor& a, double s);
+/// -a.
+Tensor neg(const Tensor& a);
+/// Sums @p grad over the dimensions that broadcasting expanded, so the result has
+/// @p shape: the gradient of broadcasting a tensor of @p shape up to grad's shape.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+/// self += alpha * other in place, outside autograd (for optimizers and accumulation).
+/// @p other must have self's shape.
+void add_(const Tensor& self, const Tensor& other, double alpha = 1.0);
+/// @}
+
+/// @name Linear algebra (matmul.cpp)
+/// @{
+/// The matrix product of two 2-d tensors [M, K] x [K, N] -> [M, N], through the
+/// default GEMM kernel. Transposed views are passed to the kernel without copying.
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// @}
+
+/// @name Reductions (reduce.cpp)
+/// @{
+/// Sum of all elements (a scalar).
+Tensor sum(const Tensor& a);
+/// Sum over @p dims (negative dims count from the end).
+Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
+/// Mean of all elements.
+Tensor mean(const Tensor& a);
+/// Mean over @p dims.
+Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
+/// Index of the largest element along the last dimension (int32; not differentiable).
+Tensor argmax(const Tensor& a);
+/// @}
+
+/// @name Shape (shape.cpp)
+/// @{
+/// The same elements with another shape; one extent may be -1 (inferred). A view when
+/// @p a is contiguous, a copy otherwise.
+Tensor reshape(const Tensor& a, const Shape& shape);
+/// A view with dimensions @p d0 and @p d1 swapped.
+Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1);
+/// The transpose of a 2-d tensor (a view).
+Tensor t(const Tensor& a);
+/// A view of @p a broadcast to @p shape (stride 0 along expanded dimensions).
+Tensor expand(const Tensor& a, const Shape& shape);
+/// @}
+
+/// @name Activations and losses (activation.cpp, loss.cpp)
+/// @{
+/// max(a, 0).
+Tensor relu(const Tensor& a);
+/// log(softmax(x)) along the last dimension of a 2-d tensor, computed stably.
+Tensor log_softmax(const Tensor& x);
+/// Mean cross-entropy of 2-d @p logits [B, C] against int32 class @p targets [B]:
+/// fused log-softmax and negative log-likelihood, stable for large logits.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+/// @}
+
+/// @name Operators
+/// @{
+/// add(a, b)
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+/// sub(a, b)
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+/// mul(a, b)
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+/// mul(a, s)
+inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+/// mul(a, s)
+inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+/// neg(a)
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+/// @}
+
+}  // namespace gl

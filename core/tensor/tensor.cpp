@@ -1,0 +1,252 @@
+#include "tensor/tensor.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include "autograd/engine.hpp"
+#include "autograd/grad_mode.hpp"
+#include "base/rng.hpp"
+#include "ops/ops.hpp"
+
+namespace gl {
+
+std::int64_t numel_of(const Shape& shape) {
+    std::int64_t n = 1;
+    for (auto extent : shape) n *= extent;
+    return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+    Shape strides(shape.size());
+    std::int64_t step = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        strides[d] = step;
+        step *= shape[d];
+    }
+    return strides;
+}
+
+std::string shape_str(const Shape& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+TensorImpl& Tensor::impl() const {
+    check(impl_ != nullptr, "use of an undefined tensor (was a gradient never computed?)");
+    return *impl_;
+}
+
+std::int64_t Tensor::size(std::int64_t d) const {
+    const std::int64_t n = dim();
+    const std::int64_t axis = d < 0 ? d + n : d;
+    check(axis >= 0 && axis < n, "Tensor::size: dimension " + std::to_string(d) +
+                                     " is out of range for a tensor of shape " + shape_str(shape()));
+    return shape()[static_cast<std::size_t>(axis)];
+}
+
+bool Tensor::is_contiguous() const {
+    const Shape expected = contiguous_strides(shape());
+    for (std::size_t d = 0; d < expected.size(); ++d)
+        if (shape()[d] != 1 && strides()[d] != expected[d]) return false;
+    return true;
+}
+
+void* Tensor::raw_data() const {
+    auto* base = static_cast<char*>(impl().storage->data());
+    return base ? base + impl().offset * static_cast<std::int64_t>(size_of(dtype())) : nullptr;
+}
+
+namespace {
+
+double load_as_double(const void* base, DType dtype, std::int64_t offset) {
+    switch (dtype) {
+        case DType::Float32: return static_cast<const float*>(base)[offset];
+        case DType::Float64: return static_cast<const double*>(base)[offset];
+        case DType::Int8: return static_cast<const std::int8_t*>(base)[offset];
+        case DType::Int32: return static_cast<const std::int32_t*>(base)[offset];
+        default:
+            throw Error("reading " + name_of(dtype) + " elements as numbers needs the numerics "
+                        "conversions; convert with to_dtype first");
+    }
+}
+
+void store_from_double(void* base, DType dtype, std::int64_t offset, double v) {
+    switch (dtype) {
+        case DType::Float32: static_cast<float*>(base)[offset] = static_cast<float>(v); break;
+        case DType::Float64: static_cast<double*>(base)[offset] = v; break;
+        case DType::Int8: static_cast<std::int8_t*>(base)[offset] = static_cast<std::int8_t>(v); break;
+        case DType::Int32: static_cast<std::int32_t*>(base)[offset] = static_cast<std::int32_t>(v); break;
+        default:
+            throw Error("writing " + name_of(dtype) + " elements needs the numerics conversions");
+    }
+}
+
+}  // namespace
+
+void for_each_offset(const Tensor& t, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+    const Shape& shape = t.shape();
+    const Shape& strides = t.strides();
+    const std::int64_t n = t.numel();
+    if (t.is_contiguous()) {
+        for (std::int64_t i = 0; i < n; ++i) fn(i, i);
+        return;
+    }
+    // An odometer over the multi-index: bump the last digit, carry into earlier ones.
+    Shape index(shape.size(), 0);
+    std::int64_t offset = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        fn(i, offset);
+        for (std::size_t d = shape.size(); d-- > 0;) {
+            if (++index[d] < shape[d]) {
+                offset += strides[d];
+                break;
+            }
+            offset -= strides[d] * (shape[d] - 1);
+            index[d] = 0;
+        }
+    }
+}
+
+double Tensor::item() const {
+    check(numel() == 1, "item(): the tensor has " + std::to_string(numel()) +
+                            " elements; item() needs exactly one (reduce it first, e.g. with sum)");
+    return load_as_double(raw_data(), dtype(), 0);
+}
+
+double Tensor::at(std::initializer_list<std::int64_t> index) const {
+    check(static_cast<std::int64_t>(index.size()) == dim(),
+          "at(): " + std::to_string(index.size()) + " indices for a " + std::to_string(dim()) +
+              "-d tensor");
+    std::int64_t offset = 0;
+    std::size_t d = 0;
+    for (auto i : index) {
+        check(i >= 0 && i < shape()[d], "at(): index " + std::to_string(i) +
+                                            " out of range in dimension " + std::to_string(d));
+        offset += i * strides()[d++];
+    }
+    return load_as_double(raw_data(), dtype(), offset);
+}
+
+Tensor& Tensor::set_requires_grad(bool value) {
+    check(is_leaf(), "set_requires_grad: only leaf tensors (not results of ops) can be marked; "
+                     "use detach() to make a new leaf");
+    check(!value || is_differentiable(dtype()),
+          "set_requires_grad: " + name_of(dtype()) + " tensors cannot carry gradients");
+    impl().requires_grad = value;
+    return *this;
+}
+
+Tensor Tensor::grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+
+void Tensor::set_grad(const Tensor& g) { impl().grad = g.defined() ? g.impl_ptr() : nullptr; }
+
+void Tensor::backward(const Tensor& gradient) const { run_backward(*this, gradient); }
+
+Tensor Tensor::detach() const {
+    auto out = std::make_shared<TensorImpl>();
+    out->storage = impl().storage;
+    out->offset = impl().offset;
+    out->shape = impl().shape;
+    out->strides = impl().strides;
+    out->dtype = impl().dtype;
+    return Tensor(out);
+}
+
+Tensor Tensor::clone() const {
+    Tensor out = empty(shape(), dtype());
+    const std::size_t elem = size_of(dtype());
+    if (is_contiguous()) {
+        std::memcpy(out.raw_data(), raw_data(), static_cast<std::size_t>(numel()) * elem);
+        return out;
+    }
+    const auto* src = static_cast<const char*>(raw_data());
+    auto* dst = static_cast<char*>(out.raw_data());
+    for_each_offset(*this, [&](std::int64_t i, std::int64_t off) {
+        std::memcpy(dst + i * static_cast<std::int64_t>(elem), src + off * static_cast<std::int64_t>(elem), elem);
+    });
+    return out;
+}
+
+Tensor Tensor::contiguous() const {
+    if (is_contiguous()) return *this;
+    return requires_grad() && GradMode::enabled() ? reshape(*this, shape()) : clone();
+}
+
+std::string Tensor::str() const {
+    if (!defined()) return "Tensor(undefined)";
+    std::ostringstream os;
+    os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << name_of(dtype()) << ", [";
+    const std::int64_t shown = std::min<std::int64_t>(numel(), 8);
+    if (dtype() != DType::Float16 && dtype() != DType::BFloat16) {
+        const Tensor c = clone();
+        for (std::int64_t i = 0; i < shown; ++i)
+            os << (i ? ", " : "") << load_as_double(c.raw_data(), dtype(), i);
+    }
+    os << (numel() > shown ? ", ...])" : "])");
+    return os.str();
+}
+
+Tensor empty(const Shape& shape, DType dtype) {
+    for (auto extent : shape)
+        check(extent >= 0, "empty: negative extent in shape " + shape_str(shape));
+    auto impl = std::make_shared<TensorImpl>();
+    const auto nbytes = static_cast<std::size_t>(numel_of(shape)) * size_of(dtype);
+    impl->storage = std::make_shared<Storage>(nbytes, default_cpu_allocator());
+    impl->shape = shape;
+    impl->strides = contiguous_strides(shape);
+    impl->dtype = dtype;
+    return Tensor(impl);
+}
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    for (std::int64_t i = 0; i < t.numel(); ++i) store_from_double(t.raw_data(), dtype, i, value);
+    return t;
+}
+
+Tensor zeros(const Shape& shape, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    if (t.numel() > 0) std::memset(t.raw_data(), 0, static_cast<std::size_t>(t.numel()) * size_of(dtype));
+    return t;
+}
+
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor randn(const Shape& shape, Rng& rng, double stddev, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+        store_from_double(t.raw_data(), dtype, i, stddev * rng.normal());
+    return t;
+}
+
+Tensor rand_uniform(const Shape& shape, double lo, double hi, Rng& rng, DType dtype) {
+    Tensor t = empty(shape, dtype);
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+        store_from_double(t.raw_data(), dtype, i, rng.uniform(lo, hi));
+    return t;
+}
+
+Tensor to_dtype(const Tensor& t, DType dtype) {
+    Tensor out = empty(t.shape(), dtype);
+    const void* src = t.raw_data();
+    void* dst = out.raw_data();
+    for_each_offset(t, [&](std::int64_t i, std::int64_t off) {
+        store_from_double(dst, dtype, i, load_as_double(src, t.dtype(), off));
+    });
+    return out;
+}
+
+Tensor make_view(const Tensor& base, Shape shape, Shape strides, std::int64_t offset) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = base.storage();
+    impl->offset = offset;
+    impl->shape = std::move(shape);
+    impl->strides = std::move(strides);
+    impl->dtype = base.dtype();
+    return Tensor(impl);
+}
+
+}  // namespace gl
