@@ -8,9 +8,11 @@
 #include <set>
 
 #include "autograd/engine.hpp"
+#include "data/mnist.hpp"
 #include "autograd/gradcheck.hpp"
 #include "ops/ops.hpp"
 #include "training/toy_models.hpp"
+#include "training/trainer.hpp"
 
 namespace gl {
 namespace {
@@ -171,6 +173,29 @@ TEST(Lab01, DataDependentControlFlowTrains) {
     const training::ToyTrainResult r = training::train_data_dependent_net(7);
     EXPECT_LT(r.last_loss, 0.5 * r.first_loss) << "the loss should at least halve in 60 SGD steps";
     EXPECT_GE(r.accuracy, 0.9);
+}
+
+TEST(Lab01, SimpleNetLearnsFashionMnist) {
+    // Your autograd inside the whole framework: SimpleNet on 12,000 training images for
+    // 2 epochs should already classify most of 2,000 test images.
+    std::shared_ptr<const Dataset> full;
+    try {
+        full = std::make_shared<MnistDataset>(default_fashion_mnist_dir(), MnistSplit::Train);
+    } catch (const Error& e) {
+        FAIL() << "Fashion-MNIST is needed for this test (./gradlab setup installs it): " << e.what();
+    }
+    const auto train = SubsetDataset::first(full, 12000);
+    const MnistDataset test_full(default_fashion_mnist_dir(), MnistSplit::Test);
+    std::vector<std::size_t> first_2000(2000);
+    for (std::size_t i = 0; i < first_2000.size(); ++i) first_2000[i] = i;
+    const SubsetDataset test(std::make_shared<MnistDataset>(test_full), first_2000);
+    Rng rng(0);
+    auto net = nn::make_simple_net(rng);
+    training::FitOptions options;
+    options.epochs = 2;
+    const auto reports = training::fit(*net, train, &test, options);
+    EXPECT_LT(reports.back().train_loss, reports.front().train_loss) << "the training loss should fall";
+    EXPECT_GE(reports.back().test.accuracy, 0.80) << "SimpleNet should reach 0.80 test accuracy on this subset";
 }
 
 }  // namespace

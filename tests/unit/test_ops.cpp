@@ -6,17 +6,13 @@
 #include <cmath>
 
 #include "autograd/gradcheck.hpp"
+#include "autograd/op_cases.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
 namespace {
 
 using ::testing::HasSubstr;
-
-Tensor input(const Shape& shape, std::uint64_t seed) {
-    Rng rng(seed);
-    return rand_uniform(shape, -2.0, 2.0, rng, DType::Float64).set_requires_grad();
-}
 
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
 
@@ -94,47 +90,17 @@ TEST(Ops, ActivationsAndLosses) {
                 std::log(10.0), 1e-6);
 }
 
-struct OpCase {
-    const char* name;
-    std::function<Tensor(const std::vector<Tensor>&)> fn;
-    std::vector<Shape> shapes;
-};
-
 class OpGradients : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(OpGradients, MatchFiniteDifferences) {
     const OpCase& c = GetParam();
-    std::vector<Tensor> inputs;
-    for (std::size_t i = 0; i < c.shapes.size(); ++i) inputs.push_back(input(c.shapes[i], 100 + i));
-    const GradcheckResult r = gradcheck(c.fn, inputs);
+    const GradcheckResult r = gradcheck(c.fn, make_op_case_inputs(c));
     EXPECT_TRUE(r.ok) << c.name << ": " << r.message;
     EXPECT_GT(r.checked, 0);
 }
 
-const std::vector<std::int32_t> kTargets{1, 0, 2, 2};
-
-INSTANTIATE_TEST_SUITE_P(
-    EveryOp, OpGradients,
-    ::testing::Values(
-        OpCase{"add", [](const std::vector<Tensor>& v) { return v[0] + v[1]; }, {{3, 4}, {4}}},
-        OpCase{"sub", [](const std::vector<Tensor>& v) { return v[0] - v[1]; }, {{3, 1}, {1, 5}}},
-        OpCase{"mul", [](const std::vector<Tensor>& v) { return v[0] * v[1]; }, {{2, 3, 4}, {3, 1}}},
-        OpCase{"scale", [](const std::vector<Tensor>& v) { return v[0] * -2.5; }, {{3, 3}}},
-        OpCase{"matmul", [](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); }, {{3, 5}, {5, 2}}},
-        OpCase{"matmul_t", [](const std::vector<Tensor>& v) { return matmul(gl::t(v[0]), v[1]); }, {{5, 3}, {5, 2}}},
-        OpCase{"sum", [](const std::vector<Tensor>& v) { return sum(v[0]); }, {{3, 4}}},
-        OpCase{"sum_dims", [](const std::vector<Tensor>& v) { return sum(v[0], {0, 2}); }, {{2, 3, 4}}},
-        OpCase{"mean_keepdim", [](const std::vector<Tensor>& v) { return mean(v[0], {1}, true); }, {{3, 4}}},
-        OpCase{"reshape", [](const std::vector<Tensor>& v) { return reshape(v[0], {2, -1}); }, {{3, 4}}},
-        OpCase{"transpose", [](const std::vector<Tensor>& v) { return transpose(v[0], 0, 1) * 1.0; }, {{3, 4}}},
-        OpCase{"expand", [](const std::vector<Tensor>& v) { return expand(v[0], {3, 4}) * 1.0; }, {{3, 1}}},
-        OpCase{"contiguous", [](const std::vector<Tensor>& v) { return gl::t(v[0]).contiguous(); }, {{3, 4}}},
-        OpCase{"relu", [](const std::vector<Tensor>& v) { return relu(v[0] * v[0] + 0.1) - relu(-(v[0] * v[0]) - 0.1); }, {{3, 4}}},
-        OpCase{"log_softmax", [](const std::vector<Tensor>& v) { return log_softmax(v[0]); }, {{4, 3}}},
-        OpCase{"cross_entropy",
-               [](const std::vector<Tensor>& v) { return cross_entropy(v[0], from_vector<std::int32_t>(kTargets, {4})); },
-               {{4, 3}}}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(EveryOp, OpGradients, ::testing::ValuesIn(standard_op_cases()),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace gl

@@ -1,0 +1,105 @@
+#include "training/trainer.hpp"
+
+#include <chrono>
+
+#include "autograd/grad_mode.hpp"
+#include "ops/ops.hpp"
+
+namespace gl::training {
+namespace {
+
+std::int64_t count_correct(const Tensor& logits, const Tensor& targets) {
+    const Tensor predicted = argmax(logits);
+    const std::int32_t* p = predicted.data<std::int32_t>();
+    const std::int32_t* t = targets.data<std::int32_t>();
+    std::int64_t correct = 0;
+    for (std::int64_t i = 0; i < predicted.numel(); ++i) correct += p[i] == t[i];
+    return correct;
+}
+
+}  // namespace
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params,
+                                                 double lr) {
+    if (name == "adam") return std::make_unique<optim::Adam>(std::move(params), lr);
+    if (name == "sgd") return std::make_unique<optim::SGD>(std::move(params), lr, 0.9);
+    throw Error("unknown optimizer '" + name + "'; use sgd or adam");
+}
+
+EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size) {
+    NoGradGuard no_grad;
+    model.train(false);
+    EvalResult r;
+    double loss_sum = 0.0;
+    std::int64_t correct = 0;
+    std::vector<std::size_t> indices;
+    for (std::size_t start = 0; start < data.size(); start += batch_size) {
+        indices.clear();
+        for (std::size_t i = start; i < std::min(data.size(), start + batch_size); ++i) indices.push_back(i);
+        const Batch batch = data.get_batch(indices);
+        const Tensor logits = model(batch.inputs);
+        loss_sum += cross_entropy(logits, batch.targets).item() * static_cast<double>(indices.size());
+        correct += count_correct(logits, batch.targets);
+        r.examples += static_cast<std::int64_t>(indices.size());
+    }
+    model.train(true);
+    if (r.examples > 0) {
+        r.loss = loss_sum / static_cast<double>(r.examples);
+        r.accuracy = static_cast<double>(correct) / static_cast<double>(r.examples);
+    }
+    return r;
+}
+
+EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
+                        int epoch, const ProgressFn& progress) {
+    using clock = std::chrono::steady_clock;
+    EpochReport report;
+    report.epoch = epoch;
+    const auto start = clock::now();
+    const std::size_t total = loader.num_batches();
+    std::size_t done = 0;
+    std::int64_t seen = 0, correct = 0;
+    double loss_sum = 0.0;
+    for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
+        optimizer.zero_grad();                                    // 0. clear old gradients
+        const Tensor logits = model(batch.inputs);                // 1. forward
+        const Tensor loss = cross_entropy(logits, batch.targets); // 2. loss
+        loss.backward();                                          // 3. backward
+        optimizer.step();                                         // 4. update
+        const auto n = batch.targets.numel();
+        loss_sum += loss.item() * static_cast<double>(n);
+        correct += count_correct(logits, batch.targets);
+        seen += n;
+        ++done;
+        if (progress) progress(done, total, loss_sum / static_cast<double>(seen));
+    }
+    report.seconds = std::chrono::duration<double>(clock::now() - start).count();
+    if (seen > 0) {
+        report.train_loss = loss_sum / static_cast<double>(seen);
+        report.train_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+        report.samples_per_second = static_cast<double>(seen) / report.seconds;
+    }
+    return report;
+}
+
+std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Dataset>& train,
+                             const Dataset* test, const FitOptions& options, const EpochFn& on_epoch,
+                             const ProgressFn& progress) {
+    check(options.epochs >= 1, "fit: epochs must be at least 1");
+    DataLoaderOptions lo;
+    lo.batch_size = options.batch_size;
+    lo.shuffle = true;
+    lo.seed = options.seed;
+    const DataLoader loader(train, lo);
+    auto optimizer = make_optimizer(options.optimizer, model.parameters(), options.lr);
+    std::vector<EpochReport> reports;
+    for (int e = 1; e <= options.epochs; ++e) {
+        EpochReport r = train_epoch(model, *optimizer, loader, e, progress);
+        if (test) r.test = evaluate(model, *test);
+        if (on_epoch) on_epoch(r);
+        reports.push_back(r);
+    }
+    return reports;
+}
+
+}  // namespace gl::training
