@@ -12,8 +12,7 @@
 
 namespace gl {
 
-/// @name Element-wise arithmetic with NumPy broadcasting (elementwise.cpp)
-/// @{
+// ---- Element-wise arithmetic with NumPy broadcasting (elementwise.cpp) ----
 /// a + b.
 Tensor add(const Tensor& a, const Tensor& b);
 /// a - b.
@@ -30,17 +29,13 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 /// self += alpha * other in place, outside autograd (for optimizers and accumulation).
 /// @p other must have self's shape.
 void add_(const Tensor& self, const Tensor& other, double alpha = 1.0);
-/// @}
 
-/// @name Linear algebra (matmul.cpp)
-/// @{
+// ---- Linear algebra (matmul.cpp) ----
 /// The matrix product of two 2-d tensors [M, K] x [K, N] -> [M, N], through the
 /// default GEMM kernel. Transposed views are passed to the kernel without copying.
 Tensor matmul(const Tensor& a, const Tensor& b);
-/// @}
 
-/// @name Reductions (reduce.cpp)
-/// @{
+// ---- Reductions (reduce.cpp) ----
 /// Sum of all elements (a scalar).
 Tensor sum(const Tensor& a);
 /// Sum over @p dims (negative dims count from the end).
@@ -51,10 +46,8 @@ Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
 /// Index of the largest element along the last dimension (int32; not differentiable).
 Tensor argmax(const Tensor& a);
-/// @}
 
-/// @name Shape (shape.cpp)
-/// @{
+// ---- Shape (shape.cpp) ----
 /// The same elements with another shape; one extent may be -1 (inferred). A view when
 /// @p a is contiguous, a copy otherwise.
 Tensor reshape(const Tensor& a, const Shape& shape);
@@ -64,10 +57,8 @@ Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1);
 Tensor t(const Tensor& a);
 /// A view of @p a broadcast to @p shape (stride 0 along expanded dimensions).
 Tensor expand(const Tensor& a, const Shape& shape);
-/// @}
 
-/// @name Activations and losses (activation.cpp, loss.cpp)
-/// @{
+// ---- Activations and losses (activation.cpp, loss.cpp) ----
 /// max(a, 0).
 Tensor relu(const Tensor& a);
 /// log(softmax(x)) along the last dimension of a 2-d tensor, computed stably.
@@ -75,10 +66,8 @@ Tensor log_softmax(const Tensor& x);
 /// Mean cross-entropy of 2-d @p logits [B, C] against int32 class @p targets [B]:
 /// fused log-softmax and negative log-likelihood, stable for large logits.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
-/// @}
 
-/// @name Operators
-/// @{
+// ---- Operators ----
 /// add(a, b)
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 /// sub(a, b)
@@ -95,6 +84,5 @@ inline Tensor operator-(const Tensor& a) { return neg(a); }
 inline Tensor operator+(const Tensor& a, double s) { return add(a, scalar(s, a.dtype())); }
 /// a - s for a number s.
 inline Tensor operator-(const Tensor& a, double s) { return sub(a, scalar(s, a.dtype())); }
-/// @}
 
 }  // namespace gl
