@@ -91,6 +91,10 @@ inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
 inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
 /// neg(a)
 inline Tensor operator-(const Tensor& a) { return neg(a); }
+/// a + s for a number s (broadcast as a scalar of a's dtype).
+inline Tensor operator+(const Tensor& a, double s) { return add(a, scalar(s, a.dtype())); }
+/// a - s for a number s.
+inline Tensor operator-(const Tensor& a, double s) { return sub(a, scalar(s, a.dtype())); }
 /// @}
 
 }  // namespace gl
