@@ -48,7 +48,7 @@ void run_gemm(const Operand& A, const Operand& B, const Tensor& out) {
     args.trans_b = B.transposed;
     args.M = out.shape()[0];
     args.N = out.shape()[1];
-    args.K = A.transposed ? A.storage.shape()[0] : A.storage.shape()[1];
+    args.K = A.storage.shape()[1];  // the view's shape; transposition only changes how it is read
     args.A = A.storage.template data<T>();
     args.lda = std::max<std::int64_t>(A.ld, 1);
     args.B = B.storage.template data<T>();
