@@ -205,8 +205,8 @@ def check_hang(checks: Checks, lab: grade.Lab, case: HangCase, reference: Graded
             problems.append(f"no rubric item's test filter contains {case.hanging!r}")
         for t in stuck:
             if t["score"] != 0 or "timed out" not in t["output"]:
-                problems.append(f"{t['name']!r}: {t['score']:g} points, output {t['output'][:200]!r}; "
-                                f"expected 0 and 'timed out'")
+                problems.append(f"{t['name']!r}: {t['score']:g} points, output "
+                                f"{t['output'][:200]!r}; expected 0 and 'timed out'")
         if not any(t["score"] == t["max_score"] for t in others):
             problems.append(f"no item whose filter contains {case.unrelated!r} kept its points")
     summary = (f"{case.region!r} loops forever: {score_line(graded)}, item time limit "

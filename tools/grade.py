@@ -175,7 +175,8 @@ def load_rubric(lab: Lab) -> Rubric:
     target = nonempty_string(data["test_target"], f"{where}: test_target")
     if not re.fullmatch(r"[A-Za-z0-9_]+", target):
         raise UsageError(f"{where}: test_target {target!r} must be a plain executable name")
-    default_timeout = positive_number(data.get("default_timeout_s", 60), f"{where}: default_timeout_s")
+    default_timeout = positive_number(data.get("default_timeout_s", 60),
+                                      f"{where}: default_timeout_s")
     memory = positive_number(data.get("memory_limit_mb", 4096), f"{where}: memory_limit_mb")
     if not isinstance(data["items"], list) or not data["items"]:
         raise UsageError(f"{where}: \"items\" must be a non-empty list")
@@ -223,16 +224,16 @@ def pick_submission_files(submission: Path, lab: Lab) -> Staged:
     basenames = [Path(p).name for p in lab.files]
     staged = Staged()
     for core_path in lab.files:
+        chosen = next((c for c in (core_path, f"labs/{lab.folder}/{core_path}") if c in present),
+                      None)
         name = Path(core_path).name
-        candidates = [core_path, f"labs/{lab.folder}/{core_path}"]
-        if basenames.count(name) == 1:
+        if chosen is None and basenames.count(name) == 1:  # a flat or re-folded upload
             same_name = [rel for rel in present if Path(rel).name == name]
             if name in present or len(same_name) == 1:
-                candidates.append(name if name in present else same_name[0])
+                chosen = name if name in present else same_name[0]
             elif len(same_name) > 1:
                 staged.notes.append(f"several files are named {name} ({', '.join(same_name)}); "
                                     f"put yours at {core_path}")
-        chosen = next((c for c in candidates if c in present), None)
         if chosen:
             staged.used[core_path] = chosen
         else:
@@ -252,7 +253,8 @@ def stage_student_files(submission: Path, lab: Lab, student_dir: Path) -> Staged
         source = submission / staged.used[core_path] if core_path in staged.used \
             else lab.dir / core_path
         if not source.is_file():
-            raise UsageError(f"{source}: the handout file is missing; run tools/handout.py generate")
+            raise UsageError(f"{source}: the handout file is missing; "
+                             f"run tools/handout.py generate")
         target = student_dir / core_path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)  # a fresh timestamp, so ninja always recompiles it
@@ -433,18 +435,20 @@ def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, ti
     if returncode != 0 and "bad_alloc" in output:
         where = running_test(output) or "".join(
             f" in {t['suite']}.{t['name']}" for t in tests or [] if t.get("failures"))
-        return Outcome(item, "out of memory", f"ran out of memory (limit {memory_mb} MiB)"
-                                              f"{where}: does the code allocate "
-                                              f"far more than the tensors need, or grow without end?")
+        return Outcome(item, "out of memory",
+                       f"ran out of memory (limit {memory_mb} MiB){where}: does the code "
+                       f"allocate far more than the tensors need, or grow without end?")
     if missing and (returncode < 0 or tests is None):  # thrown outside a test body
-        return Outcome(item, "not implemented", failure_message([], missing, output, returncode, lab))
+        return Outcome(item, "not implemented",
+                       failure_message([], missing, output, returncode, lab))
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
         hint = SIGNAL_HINTS.get(name, "")
-        message = f"crashed with signal {name}{running_test(output)}" + (f" ({hint})" if hint else "")
+        message = f"crashed with signal {name}{running_test(output)}"
+        message += f" ({hint})" if hint else ""
         return Outcome(item, "crashed", f"{message}\nlast output:\n{tail(output, 15)}")
     if tests is None:
         return Outcome(item, "crashed", f"the test program exited with status {returncode} "

@@ -188,7 +188,8 @@ def render_handout(marked: MarkedFile, folder: str) -> str:
             body += 1
         out.append(f"{region.indent}// TODO(lab {lab}): write this part "
                    f"(see labs/{folder}/README.md).\n")
-        out.append(f'{region.indent}throw gl::NotImplemented("{lab}", "{c_string(region.what)}");\n')
+        what = c_string(region.what)
+        out.append(f'{region.indent}throw gl::NotImplemented("{lab}", "{what}");\n')
         position = region.end  # the END line and what follows
     out += marked.lines[position:]
     return "".join(out)

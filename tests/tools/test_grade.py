@@ -38,7 +38,8 @@ FAKE_GTEST = textwrap.dedent("""\
         print(f"[       OK ] Fake.{case} (0 ms)")
         finish()
     if case == "Fail":
-        finish(failures=[os.environ["FAKE_WORK"] + "/student/core/ops/x.cpp:3\\nExpected 1, got 2"], code=1)
+        where = os.environ["FAKE_WORK"] + "/student/core/ops/x.cpp:3"
+        finish(failures=[where + "\\nExpected 1, got 2"], code=1)
     if case == "NotImplemented":
         message = 'C++ exception with description "lab 01: not implemented: matmul backward" thrown'
         print(message)
@@ -118,7 +119,8 @@ class JudgeTest(unittest.TestCase):
     def test_crash(self):
         outcome = self.run_case("Segfault")
         self.assertEqual(outcome.status, "crashed")
-        self.assertIn("crashed with signal SIGSEGV in Fake.Segfault (segmentation fault", outcome.message)
+        self.assertIn("crashed with signal SIGSEGV in Fake.Segfault (segmentation fault",
+                      outcome.message)
         self.assertNotIn("[==========]", outcome.message)
 
     def test_out_of_memory(self):
@@ -164,9 +166,10 @@ class SubmissionFilesTest(unittest.TestCase):
     def test_repository_handout_and_flat_layouts(self):
         staged = self.pick(["core/autograd/engine.cpp", "labs/01-autograd/core/ops/x/util.cpp",
                             "matmul.cpp", "README.md"])
-        self.assertEqual(staged.used, {"core/autograd/engine.cpp": "core/autograd/engine.cpp",
-                                       "core/ops/matmul.cpp": "matmul.cpp",
-                                       "core/ops/x/util.cpp": "labs/01-autograd/core/ops/x/util.cpp"})
+        self.assertEqual(staged.used, {
+            "core/autograd/engine.cpp": "core/autograd/engine.cpp",
+            "core/ops/matmul.cpp": "matmul.cpp",
+            "core/ops/x/util.cpp": "labs/01-autograd/core/ops/x/util.cpp"})
         self.assertEqual(staged.missing, ["core/ops/y/util.cpp"])
         self.assertEqual(staged.ignored, ["README.md"])
 
@@ -174,6 +177,12 @@ class SubmissionFilesTest(unittest.TestCase):
         staged = self.pick(["util.cpp"])
         self.assertNotIn("core/ops/x/util.cpp", staged.used)
         self.assertEqual(staged.ignored, ["util.cpp"])
+
+    def test_exact_path_wins_over_other_copies(self):
+        staged = self.pick(["core/ops/matmul.cpp", "old/matmul.cpp", "matmul.cpp"])
+        self.assertEqual(staged.used, {"core/ops/matmul.cpp": "core/ops/matmul.cpp"})
+        self.assertEqual(staged.notes, [])
+        self.assertEqual(staged.ignored, ["matmul.cpp", "old/matmul.cpp"])
 
     def test_nested_folder_and_ambiguous_names(self):
         staged = self.pick(["alice/lab1/engine.cpp", "a/matmul.cpp", "b/matmul.cpp"])
@@ -212,15 +221,17 @@ class RubricTest(unittest.TestCase):
                          [("Lab01.A*", 10, 60), ("Lab01.B", 5, 9)])
 
     def test_broken_rubrics_are_usage_errors(self):
+        def items(*entries):
+            return json.dumps(self.good(items=list(entries)))
         cases = {
             "{": "not valid JSON",
             json.dumps(self.good(lab="02")): "expected '01'",
             json.dumps(self.good(timeout=3)): "unknown key(s) ['timeout']",
             json.dumps(self.good(items=[])): "non-empty list",
-            json.dumps(self.good(items=[{"name": "A", "points": -1, "title": "a"}])): "positive number",
-            json.dumps(self.good(items=[{"name": "A B", "points": 1, "title": "a"}])): "white space",
-            json.dumps(self.good(items=[{"name": "A", "points": 1, "title": "a"},
-                                        {"name": "B", "points": 1, "title": "a"}])): "appears twice",
+            items({"name": "A", "points": -1, "title": "a"}): "positive number",
+            items({"name": "A B", "points": 1, "title": "a"}): "white space",
+            items({"name": "A", "points": 1, "title": "a"},
+                  {"name": "B", "points": 1, "title": "a"}): "appears twice",
             json.dumps(self.good(test_target="../x")): "plain executable name",
         }
         for text, message in cases.items():

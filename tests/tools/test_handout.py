@@ -95,7 +95,8 @@ class GenerateTest(HandoutTestCase):
     def test_indentation_and_quotes_in_what(self):
         self.run_tool("generate")
         text = self.read("labs/01-autograd/core/ops/activation.cpp")
-        self.assertIn('\nthrow gl::NotImplemented("01", "relu \\"backward\\"");\n// LAB 01 END\n', text)
+        self.assertIn('\nthrow gl::NotImplemented("01", "relu \\"backward\\"");\n'
+                      '// LAB 01 END\n', text)
         self.assertIn("\n// TODO(lab 01): write this part", text)
 
     def test_manifest_sorted_and_unmarked_files_skipped(self):
