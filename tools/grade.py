@@ -358,7 +358,12 @@ class Outcome:
 
 
 def limit_resources(memory_mb: int):
-    """A preexec_fn: caps the child's address space and disables core dumps."""
+    """A preexec_fn: caps the child's address space and disables core dumps.
+
+    RLIMIT_AS counts reserved address space, not only memory in use. The CUDA driver
+    reserves far more address space than a GPU has memory, so a test that initialises
+    CUDA on a GPU machine would fail under this cap; a lab whose graded tests use the
+    GPU needs RLIMIT_DATA (which skips PROT_NONE reservations) or a cgroup instead."""
     def apply() -> None:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
