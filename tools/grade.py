@@ -1,0 +1,737 @@
+#!/usr/bin/env python3
+"""Grade one lab submission: build it inside the framework, run the rubric's tests, score it.
+
+    tools/grade.py --lab 01 SUBMISSION [--out results.json] [--work DIR] [--jobs N] [--keep]
+
+SUBMISSION is a folder holding the student's versions of the lab's handout files (the
+ones labs/handouts.txt lists for the lab). Each handout file is looked up in the
+submission at its repository path (core/ops/matmul.cpp), at its handout path
+(labs/01-autograd/core/ops/matmul.cpp), or by its file name alone (matmul.cpp, as
+Gradescope stores flat uploads) when that name is unique among the lab's files; a file
+the submission lacks is taken from the pristine handout. Everything else in the
+submission is ignored, and listed as ignored.
+
+Steps, all inside a work folder outside the repository (a fresh temporary one unless
+--work is given; removed at the end unless --keep):
+  1. work/student/<core path>: the submission's files, or the handout's;
+  2. meson setup work/build -Dstudent=NN -Dstudent_dir=work/student, then build the
+     rubric's test executable (a compile error scores 0 on every item, with the errors);
+  3. each rubric item runs its GoogleTest filter in a child process of its own, with a
+     wall-clock timeout and a memory limit; it earns its points when at least one test ran
+     and none failed or was skipped;
+  4. a score table on stdout and Gradescope's results.json (--out, or work/results.json).
+
+The rubric is labs/NN-name/rubric.json:
+
+    {"lab": "01", "title": "autograd", "test_target": "lab01_tests",
+     "default_timeout_s": 60, "memory_limit_mb": 4096,
+     "items": [{"name": "Lab01.MatmulBackward*", "points": 10, "title": "matmul backward",
+                "timeout_s": 60}, ...]}
+
+`name` is a GoogleTest filter; `test_target` is the test executable the build puts at
+tests/<test_target>. Grading never writes into the repository.
+
+Exit status: 0 graded (whatever the score); 2 bad arguments or a broken rubric; 3 the
+build could not be set up (a problem of the grading setup, not of the submission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # importing handout must not leave files in the repository
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import handout  # noqa: E402  (the LAB region parser: maps "not implemented: what" to a file)
+
+REPO = Path(__file__).resolve().parent.parent
+WORK_MARKER = ".gradlab-grade-work"  # marks a folder this tool made, safe to clear and reuse
+CUDA_BIN = Path("/usr/local/cuda/bin")
+BUILD_TIMEOUT_S = 1800
+MAX_ITEM_OUTPUT = 3000  # characters of feedback per rubric item
+MAX_BUILD_OUTPUT = 6000  # characters of compiler errors per item
+
+SIGNAL_HINTS = {
+    "SIGSEGV": "segmentation fault: a null or dangling pointer, or an index out of bounds?",
+    "SIGBUS": "bus error: a misaligned or invalid memory access?",
+    "SIGFPE": "arithmetic error: an integer division by zero?",
+    "SIGABRT": "aborted: an uncaught exception, a failed assert() or a corrupted heap?",
+    "SIGKILL": "killed from outside: possibly out of memory",
+    "SIGILL": "illegal instruction",
+}
+
+
+class UsageError(Exception):
+    """Bad arguments or a broken rubric/lab layout: exit status 2."""
+
+
+class SetupError(Exception):
+    """The build could not be configured: a problem of the grading setup, exit status 3."""
+
+
+# ---------------------------------------------------------------------------------------
+# The lab and its rubric
+
+
+@dataclass
+class Lab:
+    number: str  # "01"
+    folder: str  # "01-autograd"
+    files: list[str]  # core paths of the handout files, e.g. core/ops/matmul.cpp
+
+    @property
+    def dir(self) -> Path:
+        return REPO / "labs" / self.folder
+
+
+@dataclass
+class Item:
+    name: str  # GoogleTest filter
+    points: float
+    title: str
+    timeout_s: float
+
+
+@dataclass
+class Rubric:
+    lab: str
+    title: str
+    test_target: str
+    memory_limit_mb: int
+    items: list[Item]
+
+
+def find_lab(number: str) -> Lab:
+    """The lab's folder and handout files, from labs/handouts.txt."""
+    if not re.fullmatch(r"\d{1,2}", number):
+        raise UsageError(f"--lab {number!r}: give the lab's number, e.g. --lab 01")
+    number = number.zfill(2)
+    manifest = REPO / handout.MANIFEST
+    folders: dict[str, str] = {}
+    files: dict[str, list[str]] = {}
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            lab, folder, path = line.split()
+            folders[lab] = folder
+            files.setdefault(lab, []).append(path)
+    if number not in folders:
+        known = ", ".join(sorted(folders)) or "none"
+        raise UsageError(f"--lab {number}: no such lab in {handout.MANIFEST} "
+                         f"(labs with handouts: {known})")
+    return Lab(number, folders[number], sorted(files[number]))
+
+
+def positive_number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise UsageError(f"{where} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def nonempty_string(value, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{where} must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_keys(obj: dict, allowed: set[str], required: set[str], where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    missing = sorted(required - set(obj))
+    if unknown:
+        raise UsageError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+    if missing:
+        raise UsageError(f"{where}: missing key(s) {missing}")
+
+
+def load_rubric(lab: Lab) -> Rubric:
+    """Reads and validates labs/NN-name/rubric.json; every problem is a UsageError."""
+    path = lab.dir / "rubric.json"
+    where = path.relative_to(REPO).as_posix()
+    if not path.is_file():
+        raise UsageError(f"{where}: no rubric for lab {lab.number}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{where}: not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: expected a JSON object at the top")
+    check_keys(data, {"lab", "title", "test_target", "default_timeout_s", "memory_limit_mb",
+                      "items"}, {"lab", "title", "test_target", "items"}, where)
+    if data["lab"] != lab.number:
+        raise UsageError(f"{where}: \"lab\" is {data['lab']!r}, expected {lab.number!r}")
+    target = nonempty_string(data["test_target"], f"{where}: test_target")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", target):
+        raise UsageError(f"{where}: test_target {target!r} must be a plain executable name")
+    default_timeout = positive_number(data.get("default_timeout_s", 60),
+                                      f"{where}: default_timeout_s")
+    memory = positive_number(data.get("memory_limit_mb", 4096), f"{where}: memory_limit_mb")
+    if not isinstance(data["items"], list) or not data["items"]:
+        raise UsageError(f"{where}: \"items\" must be a non-empty list")
+    items: list[Item] = []
+    for i, raw in enumerate(data["items"]):
+        at = f"{where}: items[{i}]"
+        if not isinstance(raw, dict):
+            raise UsageError(f"{at}: expected an object")
+        check_keys(raw, {"name", "points", "title", "timeout_s"}, {"name", "points", "title"}, at)
+        name = nonempty_string(raw["name"], f"{at}: name")
+        if re.search(r"\s", name):
+            raise UsageError(f"{at}: name {name!r} (a GoogleTest filter) has white space")
+        item = Item(name, positive_number(raw["points"], f"{at}: points"),
+                    nonempty_string(raw["title"], f"{at}: title"),
+                    positive_number(raw.get("timeout_s", default_timeout), f"{at}: timeout_s"))
+        if any(other.title == item.title for other in items):
+            raise UsageError(f"{at}: title {item.title!r} appears twice")
+        items.append(item)
+    return Rubric(lab.number, nonempty_string(data["title"], f"{where}: title"), target,
+                  int(memory), items)
+
+
+# ---------------------------------------------------------------------------------------
+# The submission
+
+
+@dataclass
+class Staged:
+    used: dict[str, str] = field(default_factory=dict)  # core path -> submission path
+    missing: list[str] = field(default_factory=list)  # core paths taken from the handout
+    ignored: list[str] = field(default_factory=list)  # submission paths not graded
+    notes: list[str] = field(default_factory=list)
+
+
+def pick_submission_files(submission: Path, lab: Lab) -> Staged:
+    """Decides which submission file stands for each handout file."""
+    present: dict[str, Path] = {}
+    links: list[str] = []
+    for path in sorted(submission.rglob("*")):
+        rel = path.relative_to(submission).as_posix()
+        if path.is_symlink():
+            links.append(rel)
+        elif path.is_file():
+            present[rel] = path
+    basenames = [Path(p).name for p in lab.files]
+    staged = Staged()
+    for core_path in lab.files:
+        chosen = next((c for c in (core_path, f"labs/{lab.folder}/{core_path}") if c in present),
+                      None)
+        name = Path(core_path).name
+        if chosen is None and basenames.count(name) == 1:  # a flat or re-folded upload
+            same_name = [rel for rel in present if Path(rel).name == name]
+            if name in present or len(same_name) == 1:
+                chosen = name if name in present else same_name[0]
+            elif len(same_name) > 1:
+                staged.notes.append(f"several files are named {name} ({', '.join(same_name)}); "
+                                    f"put yours at {core_path}")
+        if chosen:
+            staged.used[core_path] = chosen
+        else:
+            staged.missing.append(core_path)
+    used = set(staged.used.values())
+    staged.ignored = [rel for rel in present if rel not in used]
+    staged.ignored += [f"{rel} (a symbolic link)" for rel in links]
+    return staged
+
+
+def stage_student_files(submission: Path, lab: Lab, student_dir: Path) -> Staged:
+    """Fills work/student/ with the lab's files: the submission's, else the handout's."""
+    staged = pick_submission_files(submission, lab)
+    if student_dir.exists():
+        shutil.rmtree(student_dir)
+    for core_path in lab.files:
+        source = submission / staged.used[core_path] if core_path in staged.used \
+            else lab.dir / core_path
+        if not source.is_file():
+            raise UsageError(f"{source}: the handout file is missing; "
+                             f"run tools/handout.py generate")
+        target = student_dir / core_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)  # a fresh timestamp, so ninja always recompiles it
+    return staged
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+
+
+@dataclass
+class Build:
+    ok: bool
+    binary: Path
+    errors: str  # trimmed compiler output when not ok
+
+
+def build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if CUDA_BIN.is_dir():
+        env["PATH"] = f"{CUDA_BIN}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def build(work: Path, lab: Lab, rubric: Rubric, jobs: int) -> Build:
+    """Configures work/build in student mode and builds the rubric's test executable."""
+    build_dir, student_dir = work / "build", work / "student"
+    setup = ["meson", "setup", str(build_dir), str(REPO), f"-Dstudent={lab.number}",
+             f"-Dstudent_dir={student_dir}", "-Dbuildtype=release"]
+    if (build_dir / "meson-private").is_dir():
+        setup.insert(2, "--reconfigure")  # a reused work folder: rebuild only what changed
+    result = subprocess.run(setup, cwd=work, env=build_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
+    if result.returncode != 0:
+        raise SetupError(f"meson setup failed:\n{tail(result.stdout, 40)}")
+    target = f"tests/{rubric.test_target}"
+    try:
+        result = subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", target], cwd=work,
+                                env=build_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Build(False, build_dir / target, f"the build took longer than {BUILD_TIMEOUT_S} s")
+    if result.returncode != 0 and f"unknown target '{target}'" in result.stdout:
+        raise SetupError(f"the build has no target {target}: fix test_target in "
+                         f"labs/{lab.folder}/rubric.json or the tests' meson.build")
+    if result.returncode != 0:
+        return Build(False, build_dir / target, compiler_errors(result.stdout, work))
+    return Build(True, build_dir / target, "")
+
+
+def compiler_errors(log: str, work: Path) -> str:
+    """The part of a failed ninja log a student needs: the compiler's (or linker's) first
+    errors, without ninja's progress and command lines, with repository paths."""
+    lines = log.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("FAILED:")), 0)
+    kept: list[str] = []
+    skip_command = False
+    for line in lines[start:]:
+        if line.startswith("FAILED:"):  # names an object file; the compiler names the source
+            skip_command = True  # ninja prints the failed command next
+            continue
+        if skip_command:
+            skip_command = False
+            continue
+        if re.match(r"\[\d+/\d+\] ", line) or line.startswith("ninja: build stopped"):
+            continue
+        kept.append(line)
+    text = shorten_paths("\n".join(kept), work)
+    if len(text) > MAX_BUILD_OUTPUT:
+        text = text[:MAX_BUILD_OUTPUT] + "\n... (more errors follow; fix the first ones first)"
+    return text
+
+
+def shorten_paths(text: str, work: Path) -> str:
+    """Shows the student's files and the framework's as repository paths."""
+    build_dir = work / "build"
+    for folder in (work / "student", REPO):
+        for prefix in (str(folder) + "/", os.path.relpath(folder, build_dir) + "/"):
+            text = text.replace(prefix, "")
+    return text
+
+
+# ---------------------------------------------------------------------------------------
+# Running the tests
+
+
+@dataclass
+class Outcome:
+    item: Item
+    status: str  # short: passed, failed, not implemented, timed out, crashed, out of memory, ...
+    message: str  # what the student reads
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def earned(self) -> float:
+        return self.item.points if self.passed else 0.0
+
+
+def limit_resources(memory_mb: int):
+    """A preexec_fn: caps the child's address space and disables core dumps.
+
+    RLIMIT_AS counts reserved address space, not only memory in use. The CUDA driver
+    reserves far more address space than a GPU has memory, so a test that initialises
+    CUDA on a GPU machine would fail under this cap; a lab whose graded tests use the
+    GPU needs RLIMIT_DATA (which skips PROT_NONE reservations) or a cgroup instead."""
+    def apply() -> None:
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+def run_item(binary: Path, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
+             work: Path, lab: str) -> Outcome:
+    """Runs one rubric item's tests in their own process group and judges the result."""
+    run_dir.mkdir(parents=True)
+    report, log_path = run_dir / "gtest.json", run_dir / "output.txt"
+    command = [str(binary), f"--gtest_filter={item.name}", f"--gtest_output=json:{report}",
+               "--gtest_color=no"]
+    start = time.monotonic()
+    with open(log_path, "wb") as log:
+        child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True,
+                                 preexec_fn=limit_resources(memory_mb))
+        try:
+            returncode = child.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)  # the test and anything it started
+            returncode = child.wait()
+            timed_out = True
+    seconds = time.monotonic() - start
+    output = shorten_paths(log_path.read_text(encoding="utf-8", errors="replace"), work)
+    outcome = judge(item, output, read_report(report, work), returncode, timed_out, timeout_s,
+                    memory_mb, lab)
+    outcome.seconds = seconds
+    return outcome
+
+
+def running_test(output: str) -> str:
+    """The test that started last and did not finish, from GoogleTest's progress lines."""
+    current = ""
+    for line in output.splitlines():
+        started = re.match(r"\[ RUN      \] (\S+)", line)
+        if started:
+            current = started.group(1)
+        elif re.match(r"\[ +(OK|FAILED|SKIPPED) +\] ", line):
+            current = ""
+    return f" in {current}" if current else ""
+
+
+def not_implemented(text: str, lab: str) -> list[str]:
+    """The distinct `what`s of 'lab NN: not implemented: what' messages, in order."""
+    found = re.findall(rf"lab {lab}: not implemented: ([^\"\n]+)", text)
+    return list(dict.fromkeys(what.strip() for what in found))
+
+
+def read_report(report: Path, work: Path) -> list[dict] | None:
+    """The tests GoogleTest reported (one dict per test, failure messages with short
+    paths), or None without a usable report."""
+    try:
+        data = json.loads(report.read_text(encoding="utf-8", errors="replace"))
+        tests = [dict(test, suite=suite["name"]) for suite in data.get("testsuites", [])
+                 for test in suite.get("testsuite", [])]
+        for test in tests:
+            test["failures"] = [shorten_paths(f["failure"], work) for f in test.get("failures", [])]
+        return tests
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, timed_out: bool,
+          timeout_s: float, memory_mb: int, lab: str) -> Outcome:
+    """Turns a finished (or killed) test run into a status and a message a student can act on."""
+    missing = not_implemented(output, lab)
+    if timed_out:
+        return Outcome(item, "timed out", f"timed out after {timeout_s:g} s{running_test(output)} "
+                                          f"(an infinite loop or a deadlock?)")
+    if returncode != 0 and "bad_alloc" in output:
+        where = running_test(output) or "".join(
+            f" in {t['suite']}.{t['name']}" for t in tests or [] if t.get("failures"))
+        return Outcome(item, "out of memory",
+                       f"ran out of memory (limit {memory_mb} MiB){where}: does the code "
+                       f"allocate far more than the tensors need, or grow without end?")
+    if missing and (returncode < 0 or tests is None):  # thrown outside a test body
+        return Outcome(item, "not implemented",
+                       failure_message([], missing, output, returncode, lab))
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = SIGNAL_HINTS.get(name, "")
+        message = f"crashed with signal {name}{running_test(output)}"
+        message += f" ({hint})" if hint else ""
+        return Outcome(item, "crashed", f"{message}\nlast output:\n{tail(output, 15)}")
+    if tests is None:
+        return Outcome(item, "crashed", f"the test program exited with status {returncode} "
+                                        f"before reporting its results{running_test(output)}"
+                                        f"\nlast output:\n{tail(output, 15)}")
+    ran = [t for t in tests if t.get("status") == "RUN"]
+    failed = [t for t in ran if t.get("failures")]
+    skipped = [t for t in ran if t.get("result") == "SKIPPED"]
+    if not ran:
+        return Outcome(item, "no tests", f"no test matches {item.name!r}: a rubric error, "
+                                         f"please tell the course staff")
+    if failed or returncode != 0:
+        return Outcome(item, "not implemented" if missing else "failed",
+                       failure_message(failed, missing, output, returncode, lab))
+    if skipped:
+        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(output, t)}" for t in skipped)
+        return Outcome(item, "skipped", f"skipped, so not graded here: {reasons}")
+    return Outcome(item, "passed", "passed")
+
+
+def failure_message(failed: list[dict], missing: list[str], output: str, returncode: int,
+                    lab: str) -> str:
+    parts: list[str] = []
+    if missing:
+        places = region_files(lab)
+        parts += [f"not implemented: {what}" + (f"; fill in its LAB {lab} region in {places[what]}"
+                                                 if what in places else "") for what in missing]
+    for test in failed:
+        messages = [f for f in test["failures"] if "not implemented" not in f]
+        if messages:
+            parts.append(f"{test['suite']}.{test['name']} failed:\n" + "\n".join(messages))
+    if not parts:
+        parts.append(f"the test program exited with status {returncode}\n{tail(output, 15)}")
+    text = "\n".join(parts)
+    return text if len(text) <= MAX_ITEM_OUTPUT else text[:MAX_ITEM_OUTPUT] + "\n... (trimmed)"
+
+
+def skip_reason(output: str, test: dict) -> str:
+    """The GTEST_SKIP() message: GoogleTest prints it between the test's RUN and SKIPPED lines."""
+    name = f"{test['suite']}.{test['name']}"
+    reason: list[str] = []
+    inside_test = False
+    for line in output.splitlines():
+        if line.startswith(f"[ RUN      ] {name}"):
+            inside_test, reason = True, []
+        elif inside_test and line.startswith(f"[  SKIPPED ] {name}"):
+            break
+        elif inside_test and not re.search(r":\d+: Skipped$", line):
+            reason.append(line.strip())
+    return " ".join(r for r in reason if r) or "no reason given"
+
+
+_REGION_FILES: dict[str, dict[str, str]] = {}
+
+
+def region_files(lab: str) -> dict[str, str]:
+    """Maps each LAB region's `what` to its core file, for 'not implemented' messages."""
+    if lab not in _REGION_FILES:
+        try:
+            _REGION_FILES[lab] = {r.what: m.path for m in handout.scan_core(REPO) if m.lab == lab
+                                  for r in m.regions}
+        except (handout.MarkerError, OSError):
+            _REGION_FILES[lab] = {}
+    return _REGION_FILES[lab]
+
+
+GTEST_CHATTER = re.compile(r"^(\[[=-]{10}\]|Running main\(\) from |Note: Google Test filter = )")
+
+
+def tail(text: str, lines: int) -> str:
+    """The last lines of a program's output, without GoogleTest's banner lines."""
+    kept = [line for line in text.rstrip().splitlines() if not GTEST_CHATTER.match(line)]
+    return "\n".join(kept[-lines:]) or "(none)"
+
+
+# ---------------------------------------------------------------------------------------
+# Reporting
+
+
+def summary_text(lab: Lab, rubric: Rubric, staged: Staged, build_result: Build,
+                 outcomes: list[Outcome]) -> str:
+    total = sum(o.earned for o in outcomes)
+    maximum = sum(o.item.points for o in outcomes)
+    lines = [f"Lab {lab.number} ({rubric.title}): {total:g} / {maximum:g} points."]
+    if not build_result.ok:
+        lines.append("Your code did not compile, so no test could run; the compiler's errors "
+                     "are under each item.")
+    if staged.used:
+        lines.append("Graded from your submission: " + ", ".join(
+            core if core == sub else f"{core} (from {sub})" for core, sub in staged.used.items()))
+    if staged.missing:
+        lines.append("Not in your submission, so the unchanged handout was used: "
+                     + ", ".join(staged.missing))
+    if staged.ignored:
+        shown = staged.ignored[:30]
+        more = f" and {len(staged.ignored) - 30} more" if len(staged.ignored) > 30 else ""
+        lines.append(f"Ignored (not a lab {lab.number} handout file): {', '.join(shown)}{more}")
+    lines += staged.notes
+    return "\n".join(lines)
+
+
+def results_json(lab: Lab, rubric: Rubric, staged: Staged, build_result: Build,
+                 outcomes: list[Outcome], seconds: float) -> dict:
+    """Gradescope's results.json (https://gradescope-autograders.readthedocs.io/)."""
+    return {
+        "score": sum(o.earned for o in outcomes),
+        "execution_time": round(seconds),
+        "output": summary_text(lab, rubric, staged, build_result, outcomes),
+        "tests": [{"name": o.item.title, "score": o.earned, "max_score": o.item.points,
+                   "status": "passed" if o.passed else "failed", "output": o.message,
+                   "visibility": "visible",
+                   "extra_data": {"gtest_filter": o.item.name, "result": o.status,
+                                  "seconds": round(o.seconds, 2)}}
+                  for o in outcomes],
+        "leaderboard": [],
+        "extra_data": {"lab": lab.number, "build": "ok" if build_result.ok else "failed",
+                       "graded_files": staged.used, "handout_files_used": staged.missing,
+                       "ignored_files": staged.ignored},
+    }
+
+
+def print_table(lab: Lab, rubric: Rubric, outcomes: list[Outcome]) -> None:
+    width = max([len(o.item.title) for o in outcomes] + [len("total")])
+    print(f"\nLab {lab.number}: {rubric.title}")
+    print(f"  {'item':<{width}}  {'points':>9}  status")
+    for o in outcomes:
+        points = f"{o.earned:g}/{o.item.points:g}"
+        print(f"  {o.item.title:<{width}}  {points:>9}  {o.status}")
+    total = f"{sum(o.earned for o in outcomes):g}/{sum(o.item.points for o in outcomes):g}"
+    print(f"  {'total':<{width}}  {total:>9}")
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Writes atomically: a reader never sees a half-written results.json."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+# ---------------------------------------------------------------------------------------
+# The work folder
+
+
+def inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def prepare_work(requested: Path | None) -> Path:
+    """A work folder outside the repository: fresh, empty, or one this tool made before."""
+    if requested is None:
+        work = Path(tempfile.mkdtemp(prefix="gradlab-grade-")).resolve()
+    else:
+        work = requested.resolve()
+        if work.exists() and not work.is_dir():
+            raise UsageError(f"--work {requested}: not a folder")
+        if inside(work, REPO.resolve()):
+            raise UsageError(f"--work {requested} is inside the repository; grading never "
+                             f"writes there: give a folder outside {REPO}")
+        if work.is_dir() and any(work.iterdir()) and not (work / WORK_MARKER).exists():
+            raise UsageError(f"--work {requested}: not empty and not a grader work folder; "
+                             f"give an empty or new folder")
+        work.mkdir(parents=True, exist_ok=True)
+    if inside(work, REPO.resolve()):  # TMPDIR pointing into the repository
+        shutil.rmtree(work)
+        raise UsageError(f"the temporary work folder {work} is inside the repository; set "
+                         f"TMPDIR or --work to a folder outside {REPO}")
+    (work / WORK_MARKER).write_text("made by tools/grade.py; cleared and reused by it\n")
+    shutil.rmtree(work / "runs", ignore_errors=True)
+    return work
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def grade(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    lab = find_lab(args.lab)
+    rubric = load_rubric(lab)
+    submission = args.submission.resolve()
+    if not submission.is_dir():
+        raise UsageError(f"{args.submission}: no such submission folder")
+    work = prepare_work(args.work)
+    try:
+        print(f"grading lab {lab.number} ({rubric.title}): {args.submission}, work folder {work}")
+        staged = stage_student_files(submission, lab, work / "student")
+        for core, sub in staged.used.items():
+            print(f"  graded:  {core}" + ("" if core == sub else f" (from {sub})"))
+        for core in staged.missing:
+            print(f"  handout: {core} (not in the submission)")
+        for rel in staged.ignored:
+            print(f"  ignored: {rel}")
+        for note in staged.notes:
+            print(f"  note:    {note}")
+        print(f"building tests/{rubric.test_target} ...", flush=True)
+        built = build(work, lab, rubric, args.jobs)
+        if built.ok:
+            outcomes = run_items(built.binary, lab, rubric, work, args)
+        else:
+            print(f"the build failed:\n{built.errors}")
+            message = f"did not compile:\n{built.errors}"
+            outcomes = [Outcome(item, "build failed", message) for item in rubric.items]
+        data = results_json(lab, rubric, staged, built, outcomes, time.monotonic() - started)
+        print_table(lab, rubric, outcomes)
+        out = args.out.resolve() if args.out else work / "results.json"
+        write_json(out, data)
+        if args.out or args.keep:
+            print(f"results: {out}")
+        else:
+            print(f"results.json (pass --out FILE to keep it):\n{json.dumps(data, indent=2)}")
+    finally:
+        if args.keep:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def run_items(binary: Path, lab: Lab, rubric: Rubric, work: Path,
+              args: argparse.Namespace) -> list[Outcome]:
+    """Runs the rubric items, --jobs at a time, and returns their outcomes in rubric order."""
+    def one(index: int, item: Item) -> Outcome:
+        timeout = args.timeout if args.timeout else item.timeout_s
+        outcome = run_item(binary, item, timeout, rubric.memory_limit_mb,
+                           work / "runs" / f"{index:02d}", work, lab.number)
+        with print_lock:  # one whole line at a time from the worker threads
+            print(f"  {item.title}: {outcome.status} ({outcome.seconds:.1f} s)", flush=True)
+        return outcome
+
+    print_lock = threading.Lock()
+    print(f"running {len(rubric.items)} rubric items, {args.jobs} at a time ...", flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        return list(pool.map(one, range(len(rubric.items)), rubric.items))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Grade one lab submission: build it in the framework (student mode), run "
+                    "each rubric item's GoogleTest filter with a timeout and a memory limit, "
+                    "print a score table and write Gradescope's results.json.",
+        epilog="Exit status: 0 graded (whatever the score); 2 bad arguments or rubric; "
+               "3 the build could not be set up. Example: "
+               "tools/grade.py --lab 01 ~/submissions/alice --out alice.json")
+    parser.add_argument("submission", type=Path, metavar="SUBMISSION",
+                        help="folder with the student's files (repository layout, handout "
+                             "layout, or flat file names)")
+    parser.add_argument("--lab", required=True, help="lab number, e.g. 01")
+    parser.add_argument("--out", type=Path, help="where to write results.json "
+                        "(default: WORK/results.json, printed when the work folder is removed)")
+    parser.add_argument("--work", type=Path, help="work folder outside the repository, new or "
+                        "empty or made by an earlier --keep run (its build is reused); "
+                        "default: a fresh temporary folder")
+    parser.add_argument("--jobs", type=int, default=2,
+                        help="parallel compile jobs and parallel rubric items (default 2)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--timeout", type=float, metavar="S",
+                        help="time limit in seconds for every item, instead of the rubric's "
+                             "(for quick self-checks)")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        parser.error("--timeout must be a positive number of seconds")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return grade(args)
+    except UsageError as e:
+        print(f"grade.py: error: {e}", file=sys.stderr)
+        return 2
+    except SetupError as e:
+        print(f"grade.py: the build could not be set up (not the submission's fault): {e}",
+              file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
