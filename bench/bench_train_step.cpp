@@ -35,6 +35,7 @@ void BM_SimpleNetTrainStep(benchmark::State& state, const std::string& kernel) {
 }
 
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, eigen, std::string("eigen"))->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, threaded, std::string("threaded"))->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, naive, std::string("naive"))->Arg(64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
