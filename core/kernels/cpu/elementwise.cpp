@@ -10,10 +10,10 @@
 
 #include "parallel/thread_pool.hpp"
 
-// Compiled three times (AVX-512, AVX2+FMA, baseline x86-64); the dynamic loader picks
+// Compiled three times (AVX-512, AVX2, baseline x86-64); the dynamic loader picks
 // the best clone for this CPU once, at start-up.
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define GL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define GL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define GL_VECTOR_CLONES
 #endif
@@ -25,12 +25,13 @@ namespace {
 constexpr std::int64_t kGrain = 1 << 16;
 
 inline float exp_inline(float x) {
-    x = std::clamp(x, -87.0f, 88.0f);
-    // x = n ln2 + r: n = round(x / ln2), r in [-ln2/2, ln2/2]. ln2 is split in two parts so
-    // n * ln2_hi is exact.
-    const float t = x * 1.44269504f;
-    const int n = static_cast<int>(t + (t >= 0.0f ? 0.5f : -0.5f));
-    const float fn = static_cast<float>(n);
+    x = x < -87.0f ? -87.0f : x;  // selects, not branches: the loop stays vectorizable
+    x = x > 88.0f ? 88.0f : x;
+    // x = n ln2 + r: n = round(x / ln2), r in [-ln2/2, ln2/2]. Adding and subtracting
+    // 1.5 * 2^23 rounds to the nearest integer without a branch or a rounding instruction.
+    // ln2 is split in two parts so n * ln2_hi is exact.
+    const float fn = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+    const int n = static_cast<int>(fn);
     const float r = (x - fn * 0.693145752f) - fn * 1.42860677e-6f;
     // e^r by its Taylor series to r^6 (error < 1e-7 on the reduced range), Horner form.
     float p = 1.0f / 720;
@@ -98,8 +99,8 @@ GL_VECTOR_CLONES void softmax_range(const float* __restrict x, float* __restrict
         std::fill(part, part + 16, in[0]);
         std::int64_t c = 0;
         for (; c + 16 <= cols; c += 16)
-            for (int l = 0; l < 16; ++l) part[l] = std::max(part[l], in[c + l]);
-        for (; c < cols; ++c) part[0] = std::max(part[0], in[c]);
+            for (int l = 0; l < 16; ++l) part[l] = in[c + l] > part[l] ? in[c + l] : part[l];
+        for (; c < cols; ++c) part[0] = in[c] > part[0] ? in[c] : part[0];
         const float m = *std::max_element(part, part + 16);
         for (c = 0; c < cols; ++c) out[c] = exp_inline(in[c] - m);
         std::fill(part, part + 16, 0.0f);
