@@ -313,4 +313,26 @@ std::vector<LatencyPoint> latency_ladder(std::int64_t min_bytes, std::int64_t ma
     return ladder;
 }
 
+double ridge_point(double peak_gflops, double bandwidth_gbs) {
+    check(peak_gflops > 0 && bandwidth_gbs > 0, "ridge_point: peak and bandwidth must be positive");
+    // LAB 04 BEGIN: the ridge point of the roofline
+    // The ridge is the intensity where bandwidth x intensity reaches the peak.
+    return peak_gflops / bandwidth_gbs;
+    // LAB 04 END
+}
+
+double roofline_gflops(double intensity, double peak_gflops, double bandwidth_gbs) {
+    // LAB 04 BEGIN: the attainable GFLOP/s under the roofline
+    // Whichever roof is lower at this intensity: the compute roof or the bandwidth roof.
+    return std::min(peak_gflops, bandwidth_gbs * intensity);
+    // LAB 04 END
+}
+
+bool memory_bound(double intensity, double peak_gflops, double bandwidth_gbs) {
+    // LAB 04 BEGIN: memory-bound or compute-bound
+    // Left of the ridge point the bandwidth roof is the lower one.
+    return intensity < ridge_point(peak_gflops, bandwidth_gbs);
+    // LAB 04 END
+}
+
 }  // namespace gl::hw

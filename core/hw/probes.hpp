@@ -67,4 +67,15 @@ struct LatencyPoint {
 std::vector<LatencyPoint> latency_ladder(std::int64_t min_bytes, std::int64_t max_bytes,
                                          std::int64_t loads_per_point = 2'000'000);
 
+// ---- The roofline model ----
+
+/// The arithmetic intensity (flops per byte moved) where the bandwidth roof meets the
+/// compute roof: peak / bandwidth. Kernels below it are limited by memory.
+double ridge_point(double peak_gflops, double bandwidth_gbs);
+/// The GFLOP/s a kernel of @p intensity flops per byte can reach at most:
+/// min(peak, bandwidth * intensity).
+double roofline_gflops(double intensity, double peak_gflops, double bandwidth_gbs);
+/// True when a kernel of @p intensity is limited by memory bandwidth, not by FMA peak.
+bool memory_bound(double intensity, double peak_gflops, double bandwidth_gbs);
+
 }  // namespace gl::hw
