@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/gemm.hpp"
 
 namespace gl::kernels {

@@ -7,6 +7,7 @@
 // row of C contiguously, every cache line is used in full, and the compiler vectorizes it.
 // When B is stored transposed (trans_b) its rows are op(B)'s columns, and the dot-product
 // order i-j-k is already the contiguous one, so that case keeps it.
+#include "base/error.hpp"
 #include "kernels/gemm.hpp"
 
 namespace gl::kernels {

@@ -12,6 +12,7 @@
 // of a few hundred thousand multiply-adds does not repay.
 #include <algorithm>
 
+#include "base/error.hpp"
 #include "kernels/cpu/gemm_packed.hpp"
 #include "parallel/thread_pool.hpp"
 

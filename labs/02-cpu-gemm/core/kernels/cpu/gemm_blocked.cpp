@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/gemm.hpp"
 
 namespace gl::kernels {
