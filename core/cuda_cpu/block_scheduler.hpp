@@ -81,6 +81,8 @@ private:
         std::source_location where;     // the barrier or warp operation it waits at
         WarpOp op;                      // its part of the warp operation it waits in
         std::uint64_t result = 0;       // that operation's result for this lane
+        uint3 idx{0, 0, 0};             // its threadIdx
+        const void* stack_top = nullptr; // roughly where its stack ended when it was suspended
     };
 
     void enter(int t);
@@ -93,6 +95,7 @@ private:
     boost::context::fiber thread_main(int t, boost::context::fiber&& scheduler);
     void run_rounds();
     void run_until_it_waits(int t);
+    void prefetch_stack(int t);
     bool release_warp_ops();
     bool release_barrier();
     void compute_warp_results(int warp, unsigned lanes);
@@ -112,6 +115,7 @@ private:
     std::vector<int> order_;   // the order threads run in during this round
     int current_ = -1;         // the running thread
     int finished_ = 0;         // threads that have ended
+    int at_warp_op_ = 0;       // threads waiting in a warp operation
     bool on_fibers_ = false;   // whether the block moved onto fibers
     int parked_ = -1;          // the thread whose stack is the worker's own stack
     bool aborting_ = false;    // the block failed: suspended threads are being unwound

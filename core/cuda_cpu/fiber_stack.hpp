@@ -58,9 +58,12 @@ public:
     /// Gives a stack back for reuse.
     void deallocate(boost::context::stack_context& stack) noexcept;
     /// Number of stacks mapped so far.
-    std::size_t mapped() const { return mappings_.size(); }
+    std::size_t mapped() const { return mappings_.size() * kChunk; }
 
 private:
+    static constexpr std::size_t kChunk = 32;  // stacks mapped at a time
+    void map_chunk();
+
     std::vector<boost::context::stack_context> free_;
     std::vector<void*> mappings_;
 };
