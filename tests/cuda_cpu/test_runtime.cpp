@@ -12,6 +12,12 @@
 
 #include "cuda_cpu/cuda_compat.hpp"
 #include "device_vector.hpp"
+#include "semantics_kernels.cuh"
+#if GRADLAB_HAVE_CUDA
+#include "cuda_cpu/device_status.hpp"
+#endif
+
+gl::test::SemanticsResults gl::test::semantics_on_cpu() { return run_semantics(); }
 
 namespace {
 
@@ -673,6 +679,30 @@ TEST(CudaCpuHostApi, MistakesThatWouldCrashAGpuThrow) {
     EXPECT_GE(gl::cuda::Event::elapsed_ms(start, stop), 0.0f);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d.get()) % 256, 0u);
     EXPECT_NE(gl::cuda::device_name().find("CPU runtime"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------
+// The emulation against the hardware: the same kernels (semantics_kernels.cuh) on both
+
+TEST(CudaCpuMatchesGpu, ShufflesVotesAtomicsAndSharedMemory) {
+    const gl::test::SemanticsResults cpu = gl::test::semantics_on_cpu();
+    ASSERT_EQ(cpu.shuffles.size(), 6u * 8u * 128u);
+    const long long n = 64 * 256;
+    EXPECT_EQ(cpu.atomics[1], n * (n - 1) / 2);  // sum of the thread indices
+    EXPECT_EQ(cpu.atomics[7], cpu.atomics[1]);   // every exchanged value came out once
+#if !GRADLAB_HAVE_CUDA
+    GTEST_SKIP() << "needs a CUDA device: this build has no CUDA (nvcc was not found when meson "
+                    "configured it)";
+#else
+    const gl::cuda::DeviceStatus status = gl::cuda::device_status();
+    if (!status.available) GTEST_SKIP() << "needs a CUDA device: " << status.message;
+    const gl::test::SemanticsResults gpu = gl::test::semantics_on_gpu();
+    EXPECT_EQ(cpu.shuffles, gpu.shuffles);
+    EXPECT_EQ(cpu.segment_sums, gpu.segment_sums);
+    EXPECT_EQ(cpu.votes, gpu.votes);
+    EXPECT_EQ(cpu.atomics, gpu.atomics);
+    EXPECT_EQ(cpu.reversed, gpu.reversed);
+#endif
 }
 
 }  // namespace
