@@ -13,14 +13,15 @@ constexpr unsigned kBankBytes = 4;
 }  // namespace
 
 void AccessRecorder::begin_block(int threads) {
-    warps_.clear();
-    warps_.resize(static_cast<std::size_t>((threads + 31) / 32));
+    warps_.clear();  // made on the first access: blocks of uncounted kernels never need them
+    threads_ = threads;
     counts_ = {};
     active_ = false;
 }
 
 void AccessRecorder::record(int thread, const void* site, std::uintptr_t address, unsigned size,
                             MemorySpace space, bool store) {
+    if (!active_) warps_.resize(static_cast<std::size_t>((threads_ + 31) / 32));
     active_ = true;
     Warp& warp = warps_[static_cast<std::size_t>(thread / 32)];
     const int lane = thread % 32;
@@ -35,6 +36,7 @@ void AccessRecorder::record(int thread, const void* site, std::uintptr_t address
 }
 
 void AccessRecorder::close_warp(int w) {
+    if (!active_) return;
     Warp& warp = warps_[static_cast<std::size_t>(w)];
     if (warp.open.empty()) return;
     for (const auto& [key, request] : warp.open) count(request);

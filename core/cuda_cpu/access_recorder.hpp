@@ -78,6 +78,7 @@ private:
     void count(const Request& r);
 
     std::vector<Warp> warps_;
+    int threads_ = 0;
     MemoryCounters counts_;
     bool active_ = false;
 };

@@ -85,11 +85,13 @@ private:
 
 /// Everything process-wide: settings, the pool, the counters.
 struct Runtime {
-    std::mutex mutex;  // guards the fields below; held by a launch for its whole run
+    std::mutex launch_mutex;  // held by a launch for its whole run: one at a time, like one stream
+    std::unique_ptr<WorkerPool> pool;  // guarded by launch_mutex
+
+    std::mutex mutex;  // guards the fields below, briefly (kernel code may read them too)
     Schedule schedule;
     bool lazy = true;
     int workers = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    std::unique_ptr<WorkerPool> pool;
     MemoryCounters counters;
     RuntimeStats stats;
 };
@@ -138,16 +140,23 @@ void launch_kernel(const KernelLaunch& launch) {
                     "dynamic parallelism");
     check_config(launch);
     Runtime& rt = runtime();
-    std::lock_guard lock(rt.mutex);  // one launch at a time, like one CUDA stream
-    if (!rt.pool || rt.pool->size() != rt.workers) {
+    std::lock_guard one_at_a_time(rt.launch_mutex);
+    Schedule schedule;
+    bool lazy;
+    int workers;
+    {
+        std::lock_guard settings(rt.mutex);
+        schedule = rt.schedule;
+        lazy = rt.lazy;
+        workers = rt.workers;
+    }
+    if (!rt.pool || rt.pool->size() != workers) {
         rt.pool.reset();
-        rt.pool = std::make_unique<WorkerPool>(rt.workers);
+        rt.pool = std::make_unique<WorkerPool>(workers);
     }
 
     const dim3 g = launch.grid;
     const std::uint64_t blocks = std::uint64_t(g.x) * g.y * g.z;
-    const Schedule schedule = rt.schedule;
-    const bool lazy = rt.lazy;
     std::atomic<std::uint64_t> next{0};
     std::atomic<bool> failed{false};
     std::mutex results_mutex;
@@ -186,6 +195,7 @@ void launch_kernel(const KernelLaunch& launch) {
     };
     rt.pool->run(work);
 
+    std::lock_guard settings(rt.mutex);
     rt.counters += counters;
     rt.stats.launches += 1;
     rt.stats.blocks += stats.blocks;
