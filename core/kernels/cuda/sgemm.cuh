@@ -1,27 +1,28 @@
-// The CUDA SGEMM family: C = A * B for row-major float matrices (A is M x K, B is K x N),
-// one idea per version, after siboehm/SGEMM_CUDA. Each version is one small file:
-//
-//   version 1 (sgemm_1_naive.cuh): one thread per element of C; the threads of a warp walk
-//             down a column of C, so their reads of A and writes of C are uncoalesced.
-//   version 2 (sgemm_2_coalesced.cuh): the same work, but a warp's threads take neighbouring
-//             columns: coalesced reads of B and writes of C, broadcast reads of A.
-//   version 3 (sgemm_3_smem_tiled.cuh): 32 x 32 tiles of A and B staged in shared memory;
-//             each element read from global memory serves 32 multiply-adds.
-//   version 4 (sgemm_4_blocktiling_1d.cuh): each thread computes 8 elements of a column, so
-//             one shared load of B serves 8 multiply-adds.
-//   version 5 (sgemm_5_blocktiling_2d.cuh): each thread computes an 8 x 8 sub-tile as an
-//             outer product of 8 + 8 registers: 64 multiply-adds per 16 shared loads.
-//   version 6 (sgemm_6_vectorized.cuh): 16-byte (float4) global loads and stores, and A
-//             transposed in shared memory so both tiles are read contiguously.
-//
-// Every version is correct for any M, N, K (tiles at the edges are padded with zeros) and
-// is checked against a plain triple loop in double precision:
-//   on the CPU runtime:  build/tests/cuda_cpu_tests --gtest_filter='CudaGemm*'
-//   timing on the CPU:   build/bench/cuda_cpu_gemm_bench
-//   on a GPU, vs cuBLAS: tools/gpu/run_gpu_checks.sh <output folder>
-//
-// This header is compiled twice: by g++ for the CPU runtime (sgemm_cpu.cpp) and by nvcc
-// for the GPU (sgemm_gpu.cu). launch_sgemm below is the host side, shared by both.
+/// @file
+/// @brief The CUDA SGEMM family: C = A * B for row-major float matrices (A is M x K, B is K x N),
+/// one idea per version, after siboehm/SGEMM_CUDA. Each version is one small file:
+///
+///   version 1 (sgemm_1_naive.cuh): one thread per element of C; the threads of a warp walk
+///             down a column of C, so their reads of A and writes of C are uncoalesced.
+///   version 2 (sgemm_2_coalesced.cuh): the same work, but a warp's threads take neighbouring
+///             columns: coalesced reads of B and writes of C, broadcast reads of A.
+///   version 3 (sgemm_3_smem_tiled.cuh): 32 x 32 tiles of A and B staged in shared memory;
+///             each element read from global memory serves 32 multiply-adds.
+///   version 4 (sgemm_4_blocktiling_1d.cuh): each thread computes 8 elements of a column, so
+///             one shared load of B serves 8 multiply-adds.
+///   version 5 (sgemm_5_blocktiling_2d.cuh): each thread computes an 8 x 8 sub-tile as an
+///             outer product of 8 + 8 registers: 64 multiply-adds per 16 shared loads.
+///   version 6 (sgemm_6_vectorized.cuh): 16-byte (float4) global loads and stores, and A
+///             transposed in shared memory so both tiles are read contiguously.
+///
+/// Every version is correct for any M, N, K (tiles at the edges are padded with zeros) and
+/// is checked against a plain triple loop in double precision:
+///   on the CPU runtime:  build/tests/cuda_cpu_tests --gtest_filter='CudaGemm*'
+///   timing on the CPU:   build/bench/cuda_cpu_gemm_bench
+///   on a GPU, vs cuBLAS: tools/gpu/run_gpu_checks.sh <output folder>
+///
+/// This header is compiled twice: by g++ for the CPU runtime (sgemm_cpu.cpp) and by nvcc
+/// for the GPU (sgemm_gpu.cu). launch_sgemm below is the host side, shared by both.
 #pragma once
 
 #include <string>

@@ -1,17 +1,19 @@
-// Version 3 of the CUDA SGEMM family: tiles in shared memory.
-//
-// In version 2 every element of A and B is read from global memory once per thread that
-// needs it: M*N*K times each. Here a block first copies a BLOCKSIZE x BLOCKSIZE tile of A
-// and one of B into shared memory (each thread copies one element of each), waits for the
-// whole block, and then computes from the tiles. Each element fetched from global memory
-// now serves BLOCKSIZE multiply-adds, so global traffic drops by the tile factor:
-// 2*M*N*K/BLOCKSIZE loads instead of 2*M*N*K (tests/cuda_cpu/test_cuda_gemm.cpp counts them).
+/// @file
+/// @brief Version 3 of the CUDA SGEMM family: tiles in shared memory.
+///
+/// In version 2 every element of A and B is read from global memory once per thread that
+/// needs it: M*N*K times each. Here a block first copies a BLOCKSIZE x BLOCKSIZE tile of A
+/// and one of B into shared memory (each thread copies one element of each), waits for the
+/// whole block, and then computes from the tiles. Each element fetched from global memory
+/// now serves BLOCKSIZE multiply-adds, so global traffic drops by the tile factor:
+/// 2*M*N*K/BLOCKSIZE loads instead of 2*M*N*K (tests/cuda_cpu/test_cuda_gemm.cpp counts them).
 #pragma once
 
 #include "cuda_cpu/cuda_compat.hpp"
 
 namespace gl::kernels::cuda {
 
+/// C = A * B. Launch: block BLOCKSIZE*BLOCKSIZE, grid (ceil(N/BLOCKSIZE), ceil(M/BLOCKSIZE)).
 template <int BLOCKSIZE, class Access = gl::cuda::Direct>
 __global__ void sgemm_3_smem_tiled(int M, int N, int K, gl::cuda::global_ptr<Access, const float> A,
                                    gl::cuda::global_ptr<Access, const float> B,

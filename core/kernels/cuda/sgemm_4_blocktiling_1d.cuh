@@ -1,15 +1,17 @@
-// Version 4 of the CUDA SGEMM family: 1D block tiling (several results per thread).
-//
-// Version 3 does two shared-memory loads per multiply-add, and shared memory, fast as it
-// is, becomes the bottleneck. Here each thread computes TM results, a short column of C:
-// in the inner loop one value of Bs, kept in a register, serves TM multiply-adds. Tiles are
-// now BM x BK (A) and BK x BN (B), and a block of BM*BN/TM threads computes a BM x BN tile.
+/// @file
+/// @brief Version 4 of the CUDA SGEMM family: 1D block tiling (several results per thread).
+///
+/// Version 3 does two shared-memory loads per multiply-add, and shared memory, fast as it
+/// is, becomes the bottleneck. Here each thread computes TM results, a short column of C:
+/// in the inner loop one value of Bs, kept in a register, serves TM multiply-adds. Tiles are
+/// now BM x BK (A) and BK x BN (B), and a block of BM*BN/TM threads computes a BM x BN tile.
 #pragma once
 
 #include "cuda_cpu/cuda_compat.hpp"
 
 namespace gl::kernels::cuda {
 
+/// C = A * B. Launch: block BM*BN/TM, grid (ceil(N/BN), ceil(M/BM)).
 template <int BM, int BN, int BK, int TM, class Access = gl::cuda::Direct>
 __global__ void sgemm_4_blocktiling_1d(int M, int N, int K,
                                        gl::cuda::global_ptr<Access, const float> A,

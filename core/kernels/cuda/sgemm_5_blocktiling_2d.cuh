@@ -1,16 +1,18 @@
-// Version 5 of the CUDA SGEMM family: 2D block tiling (an outer product per thread).
-//
-// Each thread now computes a TM x TN sub-tile of C. In the inner loop it copies TM values
-// of As (a piece of a column) and TN values of Bs (a piece of a row) into registers and
-// does all TM*TN multiply-adds between them: 64 multiply-adds for 16 shared loads with
-// TM = TN = 8, against 9 per 8 in version 4. The tiles are larger than the block has
-// threads, so each thread loads several elements of each, strided.
+/// @file
+/// @brief Version 5 of the CUDA SGEMM family: 2D block tiling (an outer product per thread).
+///
+/// Each thread now computes a TM x TN sub-tile of C. In the inner loop it copies TM values
+/// of As (a piece of a column) and TN values of Bs (a piece of a row) into registers and
+/// does all TM*TN multiply-adds between them: 64 multiply-adds for 16 shared loads with
+/// TM = TN = 8, against 9 per 8 in version 4. The tiles are larger than the block has
+/// threads, so each thread loads several elements of each, strided.
 #pragma once
 
 #include "cuda_cpu/cuda_compat.hpp"
 
 namespace gl::kernels::cuda {
 
+/// C = A * B. Launch: block BM*BN/(TM*TN), grid (ceil(N/BN), ceil(M/BM)).
 template <int BM, int BN, int BK, int TM, int TN, class Access = gl::cuda::Direct>
 __global__ void sgemm_5_blocktiling_2d(int M, int N, int K,
                                        gl::cuda::global_ptr<Access, const float> A,

@@ -1,11 +1,12 @@
-// Version 6 of the CUDA SGEMM family: vectorized (16-byte) memory accesses.
-//
-// Version 5 with wider accesses: each thread moves global data as float4, one 16-byte
-// load or store instead of four 4-byte ones (fewer instructions, and the memory system
-// likes them). The A tile is stored *transposed* in shared memory (As[k * BM + row]), so
-// the inner loop reads both tiles along contiguous addresses. A float4 access needs a
-// 16-byte aligned address, which rows of A (of B, C) have only when K (N) is a multiple of
-// 4; otherwise, and at the edges of the matrices, the helpers fall back to 4-byte accesses.
+/// @file
+/// @brief Version 6 of the CUDA SGEMM family: vectorized (16-byte) memory accesses.
+///
+/// Version 5 with wider accesses: each thread moves global data as float4, one 16-byte
+/// load or store instead of four 4-byte ones (fewer instructions, and the memory system
+/// likes them). The A tile is stored *transposed* in shared memory (As[k * BM + row]), so
+/// the inner loop reads both tiles along contiguous addresses. A float4 access needs a
+/// 16-byte aligned address, which rows of A (of B, C) have only when K (N) is a multiple of
+/// 4; otherwise, and at the edges of the matrices, the helpers fall back to 4-byte accesses.
 #pragma once
 
 #include "cuda_cpu/cuda_compat.hpp"
@@ -39,6 +40,7 @@ __device__ __forceinline__ void store_float4(Ptr row, int col, int valid, bool a
     if (valid > 3) row[col + 3] = v.w;
 }
 
+/// C = A * B. Launch: block BM*BN/(TM*TN), grid (ceil(N/BN), ceil(M/BM)).
 template <int BM, int BN, int BK, int TM, int TN, class Access = gl::cuda::Direct>
 __global__ void sgemm_6_vectorized(int M, int N, int K, gl::cuda::global_ptr<Access, const float> A,
                                    gl::cuda::global_ptr<Access, const float> B,
