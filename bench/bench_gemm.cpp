@@ -88,7 +88,10 @@ int main(int argc, char** argv) {
     for (int t : {1, 2}) g_peak[t] = gl::hw::best_fp32_peak_gflops(t, 0.2);
     benchmark::AddCustomContext("fp32_peak_gflops_1_thread", std::to_string(g_peak[1]));
     benchmark::AddCustomContext("fp32_peak_gflops_2_threads", std::to_string(g_peak[2]));
-    for (const auto& kernel : gl::kernels::gemm_kernels())
+    for (const auto& kernel : gl::kernels::gemm_kernels()) {
+        // CPU kernels only: the CUDA family has its own benchmarks (cuda_cpu_gemm_bench,
+        // cuda_gemm_gpu_bench).
+        if (kernel.name.rfind("cuda", 0) == 0 || !gl::kernels::why_unavailable(kernel).empty()) continue;
         for (const Shape& p : shapes()) {
             if (p.name == "square" && p.M > max_square(kernel.name)) continue;
             for (int t : {1, 2}) {
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
                     ->Unit(benchmark::kMicrosecond);
             }
         }
+    }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -143,6 +143,8 @@ Result cpu1(const Context& ctx) {
     double naive_pct = 0, best_ours = 0, best_peer = 0;
     std::string best_peer_name;
     for (const auto& k : kernels::gemm_kernels()) {
+        // The CPU kernels only: the CUDA ones have their own claims (GPU-1, GPU-2).
+        if (k.name.rfind("cuda", 0) == 0 || !kernels::why_unavailable(k).empty()) continue;
         const bool threaded = k.name == "threaded" || k.name == "openblas" || k.name == "onednn";
         const int t = threaded ? threads : 1;
         const double gf = measure_gemm_gflops(k.name, n, t, ctx.quick ? 0.05 : 0.3);

@@ -42,6 +42,9 @@ struct GemmKernel {
     std::string idea;        ///< one line for tables: what this version does
     SgemmFn sgemm = nullptr; ///< float32 entry point (required)
     DgemmFn dgemm = nullptr; ///< float64 entry point (optional)
+    /// Why the kernel cannot run on this machine ("" when it can), e.g. the CUDA driver's
+    /// message when there is no GPU; null for kernels that always can.
+    std::string (*why_unavailable)() = nullptr;
 };
 
 /// Adds a kernel (replacing one of the same name).
@@ -50,7 +53,9 @@ void register_gemm(const GemmKernel& kernel);
 const GemmKernel& find_gemm(const std::string& name);
 /// All registered kernels, in registration order.
 std::vector<GemmKernel> gemm_kernels();
-/// Makes @p name the kernel matmul uses.
+/// Why @p kernel cannot run here, or "" when it can.
+std::string why_unavailable(const GemmKernel& kernel);
+/// Makes @p name the kernel matmul uses; throws, with the reason, if it cannot run here.
 void set_default_gemm(const std::string& name);
 /// The kernel matmul uses now ("threaded", the fastest of ours, unless changed).
 const GemmKernel& default_gemm();
@@ -70,6 +75,8 @@ GemmKernel gemm_threaded_kernel();
 GemmKernel gemm_eigen_kernel();
 std::optional<GemmKernel> gemm_openblas_kernel();  // nullopt when built without OpenBLAS
 std::optional<GemmKernel> gemm_onednn_kernel();    // nullopt when built without oneDNN
+GemmKernel gemm_cuda_cpu_kernel();
+GemmKernel gemm_cuda_kernel();
 /// @endcond
 
 }  // namespace gl::kernels
