@@ -20,4 +20,4 @@ ninja -C "$BUILD" bench/bench_gemm tools/gradlab >/dev/null
 "$BUILD/tools/gradlab" claims --only GEMM-1 CPU-1 CPU-2 MEM-1 MEM-2 MEM-3 --out "$OUT" > "$OUT/claims.txt"
 { for gemm in threaded eigen; do "$BUILD/tools/gradlab" train --epochs 5 --threads 2 --gemm "$gemm"; done; } \
   > "$OUT/train.txt" 2>&1
-python3 "$ROOT/tools/plot_cpu.py" --gemm "$OUT/gemm.json" --claims "$OUT/claims.json" --out "$OUT"
+/usr/bin/python3 "$ROOT/tools/plot_cpu.py" --gemm "$OUT/gemm.json" --claims "$OUT/claims.json" --out "$OUT"

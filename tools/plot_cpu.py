@@ -51,10 +51,14 @@ def gemm_points(path: Path) -> dict[str, list[tuple[int, float]]]:
 
 def plot_gemm(plt, path: Path, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5))
-    for label, pts in sorted(gemm_points(path).items()):
+    lines = gemm_points(path)
+    kernels = list(dict.fromkeys(label.split(",")[0] for label in lines))
+    colors = plt.get_cmap("tab10")
+    for label, pts in sorted(lines.items()):  # one colour per kernel, dashed for 1 thread
         pts.sort()
         style = "--" if "1 thread" in label else "-"
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", ms=3, label=label)
+        color = colors(kernels.index(label.split(",")[0]) % 10)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, marker="o", ms=3, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("N (square SGEMM, N x N x N)")

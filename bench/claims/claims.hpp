@@ -40,6 +40,9 @@ struct Claim {
     std::function<Result(const Context&)> run;
 };
 
+// `v` with `digits` digits after the point, for the measured and why texts.
+std::string fixed(double v, int digits);
+
 // The claims of each lab (one function per file), and all of them in order.
 std::vector<Claim> lab01_claims();
 std::vector<Claim> lab02_claims();

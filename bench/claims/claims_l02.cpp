@@ -20,12 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
 // ---- GEMM-1: a kernel that times itself, wrapped around the default one ----------------
 double g_gemm_seconds = 0.0;
 kernels::SgemmFn g_wrapped = nullptr;

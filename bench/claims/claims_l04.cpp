@@ -21,12 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
 std::string size_str(std::int64_t bytes) {
     if (bytes >= (1 << 30)) return std::to_string(bytes >> 30) + " GiB";
     if (bytes >= (1 << 20)) return std::to_string(bytes >> 20) + " MiB";

@@ -8,6 +8,12 @@
 
 namespace gl::claims {
 
+std::string fixed(double v, int digits) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(digits) << v;
+    return os.str();
+}
+
 std::string to_string(Verdict v) {
     switch (v) {
         case Verdict::Reproduced: return "reproduced";
