@@ -14,6 +14,8 @@ namespace gl::claims {
 
 enum class Verdict { Reproduced, NotReproduced, NeedsGpu, NotRun };
 std::string to_string(Verdict v);
+// A number with a fixed count of digits after the point, for the "measured" texts.
+std::string fixed(double value, int digits);
 
 struct Context {
     bool quick = false;            // keep the whole report within a few minutes on 2 cores

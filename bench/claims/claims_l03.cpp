@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,12 +24,6 @@
 
 namespace gl::claims {
 namespace {
-
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
 
 std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
     Rng rng(seed);

@@ -18,6 +18,12 @@ std::string to_string(Verdict v) {
     return "?";
 }
 
+std::string fixed(double value, int digits) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(digits) << value;
+    return os.str();
+}
+
 std::vector<Claim> all_claims() {
     std::vector<Claim> all;
     for (auto&& group : {lab01_claims(), lab03_claims()})
