@@ -12,7 +12,9 @@ Grades three submissions with tools/grade.py and checks each result:
   (c) hang       for labs with a hang case (lab 01: the reference with the body of its
                  "matmul backward" region replaced by an infinite loop): the grader still
                  finishes, the items whose test names contain "Matmul" score 0 with a
-                 "timed out" message, and an unrelated item (relu) keeps its points. The
+                 "timed out" message, and an unrelated item (relu) keeps its points. Lab
+                 03's case is a CUDA kernel that never ends (its tiled kernel): the items
+                 of the tiled kernel time out, the coalesced kernel's keep their points. The
                  time limit for this case is a few times the slowest reference item, so it
                  costs seconds, not the rubric's minutes;
 
@@ -55,7 +57,10 @@ class HangCase:
     unrelated: str  # at least one item whose filter contains this must keep its points
 
 
-HANG_CASES = {"01": HangCase(region="matmul backward", hanging="Matmul", unrelated="Relu")}
+HANG_CASES = {
+    "01": HangCase(region="matmul backward", hanging="Matmul", unrelated="Relu"),
+    "03": HangCase(region="shared-memory tiled kernel", hanging="Tiled", unrelated="Coalesced"),
+}
 # An endless loop the optimizer must keep: every iteration touches a volatile variable.
 ENDLESS_LOOP = "for (volatile unsigned spin = 0;;) spin = spin + 1;  // check_grading.py: a hang"
 
@@ -234,7 +239,7 @@ def git_status() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Check that tools/grade.py gives the untouched handout 0, the reference "
-                    "full marks, and survives an endless loop (lab 01), without touching the "
+                    "full marks, and survives an endless loop (labs 01 and 03), without touching the "
                     "repository.",
         epilog="Exit status: 0 all checks pass; 1 a check failed; 2 bad arguments.")
     parser.add_argument("--lab", required=True, help="lab number, e.g. 01")

@@ -14,6 +14,8 @@ namespace gl::claims {
 
 enum class Verdict { Reproduced, NotReproduced, NeedsGpu, NotRun };
 std::string to_string(Verdict v);
+// A number with a fixed count of digits after the point, for the "measured" texts.
+std::string fixed(double value, int digits);
 
 struct Context {
     bool quick = false;            // keep the whole report within a few minutes on 2 cores
@@ -40,12 +42,11 @@ struct Claim {
     std::function<Result(const Context&)> run;
 };
 
-// `v` with `digits` digits after the point, for the measured and why texts.
-std::string fixed(double v, int digits);
 
 // The claims of each lab (one function per file), and all of them in order.
 std::vector<Claim> lab01_claims();
 std::vector<Claim> lab02_claims();
+std::vector<Claim> lab03_claims();
 std::vector<Claim> lab04_claims();
 
 // Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.
