@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summarise a `./gradlab test` run: count the test cases in the JUnit files Meson wrote
-(one per build) and the pass/fail lines of the other checks, and print the closing line
+(one per build) and the verdicts of the other checks (checks.txt), and print the closing line
 `tests: N passed, N failed, N skipped`. Exits 1 when anything failed or nothing ran."""
 import sys
 import xml.etree.ElementTree as ET
@@ -36,17 +36,17 @@ def main() -> int:
         print(f"{junit.stem:>16}: {p} passed, {f} failed, {s} skipped")
         passed, failed, skipped = passed + p, failed + f, skipped + s
         failures += names
-    # Checks that are not test executables: one line each, judged by their last line.
-    for check in sorted(logs.glob("*.txt")):
-        text = check.read_text().strip().splitlines()
-        last = text[-1] if text else ""
-        ok = bool(last) and not any(w in last for w in ("FAIL", "OUT OF DATE", "Error"))
-        print(f"{check.stem:>16}: {'passed' if ok else 'FAILED'} ({last})")
-        if ok:
+    # Checks that are not test executables: `NAME passed` or `NAME FAILED`, decided by
+    # the check's exit code (see `check` in ./gradlab).
+    checks = logs / "checks.txt"
+    for line in checks.read_text().splitlines() if checks.exists() else []:
+        name, _, verdict = line.rpartition(" ")
+        print(f"{name:>16}: {verdict}")
+        if verdict == "passed":
             passed += 1
         else:
             failed += 1
-            failures.append(check.stem)
+            failures.append(f"{name} (output in {logs / (name + '.log')})")
     for name in failures:
         print(f"FAILED: {name}")
     print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
