@@ -85,20 +85,26 @@ using DirectShared = CheckedArray<T, N>;
 
 /// Raw memory: T* for global memory; T[N] for shared arrays (index-checked in debug builds).
 struct Direct {
+    /// A pointer to global memory: a plain T*.
     template <class T>
     using global = T*;
+    /// A `__shared__` array of N elements: T[N] (index-checked in debug builds).
     template <class T, int N>
     using shared = detail::DirectShared<T, N>;
+    /// A pointer into shared memory (dynamic shared memory): a plain T*.
     template <class T>
     using shared_ptr = T*;
 };
 
 /// Counted memory: every load and store is reported to the memory counters.
 struct Counted {
+    /// A pointer to global memory whose every access is counted in sectors and requests.
     template <class T>
     using global = CountedPtr<T, MemorySpace::global>;
+    /// A `__shared__` array whose accesses are counted in banks and wavefronts (always index-checked).
     template <class T, int N>
     using shared = CountedArray<T, N>;
+    /// A pointer into shared memory whose accesses are counted like the shared arrays'.
     template <class T>
     using shared_ptr = CountedPtr<T, MemorySpace::shared>;
 };

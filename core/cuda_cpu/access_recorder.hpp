@@ -88,9 +88,12 @@ std::uint64_t sectors_touched(const std::vector<std::pair<int, std::uintptr_t>>&
                               unsigned size);
 /// Wavefronts needed to serve a shared-memory request, and the phases it is split into.
 struct Wavefronts {
-    std::uint64_t wavefronts = 0;
-    std::uint64_t phases = 0;
+    std::uint64_t wavefronts = 0;  ///< cycles the banks need: the most distinct words one bank delivers, summed over phases
+    std::uint64_t phases = 0;      ///< 1 for 4-byte accesses; 8- and 16-byte accesses are served 128 bytes at a time
 };
+/// Bank arithmetic of one shared-memory request of @p size -byte accesses: 32 banks of 4
+/// bytes; lanes reading the same word are served by one broadcast; what one bank must
+/// deliver in distinct words is how many wavefronts the request takes.
 Wavefronts shared_wavefronts(const std::vector<std::pair<int, std::uintptr_t>>& lanes,
                              unsigned size);
 

@@ -27,6 +27,7 @@ concept AtomicAddable = OneOf<T, int, unsigned int, unsigned long long, float, d
 template <class T>
 concept AtomicMinMax = OneOf<T, int, unsigned int, long long, unsigned long long>;
 
+/// The atomic view of the word at @p address that every atomic below operates on.
 template <class T>
 std::atomic_ref<T> at(T* address) {
     return std::atomic_ref<T>(*address);
@@ -92,14 +93,20 @@ T atomicXor(T* address, T val) {
 
 // Atomics on counted pointers (`atomicAdd(&sum[i], x)` in a counted kernel) act on the raw
 // address; atomics are not part of the memory counters.
+
+/// atomicAdd through a counted pointer (same result; not counted as a load or store).
 template <class T, gl::cuda::cpu::MemorySpace S, class V>
 T atomicAdd(gl::cuda::cpu::CountedPtr<T, S> p, V val) { return atomicAdd(p.get(), T(val)); }
+/// atomicMax through a counted pointer (same result; not counted as a load or store).
 template <class T, gl::cuda::cpu::MemorySpace S, class V>
 T atomicMax(gl::cuda::cpu::CountedPtr<T, S> p, V val) { return atomicMax(p.get(), T(val)); }
+/// atomicMin through a counted pointer (same result; not counted as a load or store).
 template <class T, gl::cuda::cpu::MemorySpace S, class V>
 T atomicMin(gl::cuda::cpu::CountedPtr<T, S> p, V val) { return atomicMin(p.get(), T(val)); }
+/// atomicExch through a counted pointer (same result; not counted as a load or store).
 template <class T, gl::cuda::cpu::MemorySpace S, class V>
 T atomicExch(gl::cuda::cpu::CountedPtr<T, S> p, V val) { return atomicExch(p.get(), T(val)); }
+/// atomicCAS through a counted pointer (same result; not counted as a load or store).
 template <class T, gl::cuda::cpu::MemorySpace S, class V>
 T atomicCAS(gl::cuda::cpu::CountedPtr<T, S> p, V compare, V val) {
     return atomicCAS(p.get(), T(compare), T(val));
@@ -110,10 +117,13 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 /// Orders this thread's memory accesses for the threads of its block.
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-/// The bits of a float as an int, and back (no conversion).
+/// The bits of a float as an int (no conversion): what atomicCAS on a float's bits needs.
 inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
+/// The float whose bits are @p x (no conversion): the inverse of __float_as_int.
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+/// The bits of a float as an unsigned int (no conversion).
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+/// The float whose bits are @p x (no conversion): the inverse of __float_as_uint.
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 /// Number of set bits.
 inline int __popc(unsigned x) { return std::popcount(x); }

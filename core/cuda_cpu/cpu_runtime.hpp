@@ -22,7 +22,7 @@ enum class Order {
 
 /// A thread order plus the seed for Order::random.
 struct Schedule {
-    Order order = Order::in_order;
+    Order order = Order::in_order;  ///< which thread runs first between two switch points
     std::uint64_t seed = 0;  ///< same seed, same permutations (per block, per round)
 };
 
@@ -34,6 +34,7 @@ Schedule schedule();
 /// Sets the schedule for the lifetime of this object, then restores the previous one.
 class ScopedSchedule {
 public:
+    /// Remembers the current schedule and switches to @p s.
     explicit ScopedSchedule(Schedule s) : saved_(schedule()) { set_schedule(s); }
     ~ScopedSchedule() { set_schedule(saved_); }
     ScopedSchedule(const ScopedSchedule&) = delete;

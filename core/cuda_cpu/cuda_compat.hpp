@@ -26,11 +26,17 @@
 
 #else  // a host compiler: the CPU runtime
 
+/// A kernel (launched from the host): an ordinary function here.
 #define __global__
+/// A function called from device code: an ordinary function here.
 #define __device__
+/// A function callable from the host: every function is, here.
 #define __host__
+/// Inline the device function into its caller, as nvcc would.
 #define __forceinline__ inline __attribute__((always_inline))
+/// Register and occupancy hints for nvcc; nothing to tune on the CPU.
 #define __launch_bounds__(...)
+/// Per-block memory: one copy per OS thread, and an OS thread runs one block at a time.
 #define __shared__ static thread_local
 
 #include "cuda_cpu/atomics.hpp"

@@ -1,7 +1,7 @@
 /// @file
 /// @brief Is there a GPU? The question tests and benchmarks ask before they use one.
 ///
-/// Plain C++; defined in device_status.cu, so only in builds with nvcc
+/// Plain C++; defined in host_api_gpu.cu, so only in builds with nvcc
 /// (GRADLAB_HAVE_CUDA=1). Code that needs a GPU asks, and skips with the message when
 /// there is none: it never fails for lack of one and never pretends to have run.
 #pragma once

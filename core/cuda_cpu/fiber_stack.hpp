@@ -35,8 +35,8 @@ namespace gl::cuda::inline cpu::detail {
 
 /// The memory of one stack: [bottom, bottom + size).
 struct StackBounds {
-    const void* bottom = nullptr;
-    std::size_t size = 0;
+    const void* bottom = nullptr;  ///< lowest address (stacks grow down towards it)
+    std::size_t size = 0;          ///< bytes from bottom to the top of the stack
 };
 
 /// Fixed-size fiber stacks, kept for reuse by the worker thread that owns the pool.
@@ -70,11 +70,14 @@ private:
 
 /// The allocator Boost.Context calls to free a fiber's stack when the fiber ends.
 struct PooledStack {
-    StackPool* pool;
+    StackPool* pool;  ///< the pool of the worker thread that made the fiber
+    /// A stack from the pool (Boost.Context's StackAllocator interface).
     boost::context::stack_context allocate() { return pool->allocate(); }
+    /// Returns @p s to the pool for the next fiber, instead of unmapping it.
     void deallocate(boost::context::stack_context& s) noexcept { pool->deallocate(s); }
 };
 
+/// The bounds of a Boost.Context stack, whose `sp` is the top (the highest address).
 inline StackBounds bounds_of(const boost::context::stack_context& s) {
     return {static_cast<const char*>(s.sp) - s.size, s.size};
 }
@@ -116,11 +119,15 @@ inline void announce_fiber_exit(StackBounds to) {
     __sanitizer_start_switch_fiber(nullptr, to.bottom, to.size);
 }
 #else
+/// Without AddressSanitizer there is nobody to tell about a stack switch: nothing to do.
 class AnnouncedSwitch {
 public:
+    /// Does nothing (the ASan build announces the switch to @p to here).
     explicit AnnouncedSwitch(StackBounds) {}
 };
+/// Does nothing (the ASan build completes the switch onto the new fiber's stack here).
 inline void announce_fiber_entry(StackBounds*) {}
+/// Does nothing (the ASan build announces the final switch off the ending fiber here).
 inline void announce_fiber_exit(StackBounds) {}
 #endif
 

@@ -97,8 +97,11 @@ public:
     Event() = default;
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
+    /// Reads the clock: every launch before it has already finished.
     void record();
+    /// Nothing to wait for: the work before record() is done when record() runs.
     void synchronize() {}
+    /// Milliseconds between two recorded events; throws if either was never recorded.
     static float elapsed_ms(const Event& start, const Event& stop);
 
 private:

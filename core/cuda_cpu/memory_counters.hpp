@@ -33,6 +33,7 @@ struct AccessStats {
     double wavefronts_per_request() const {
         return requests ? double(wavefronts) / double(requests) : 0.0;
     }
+    /// Adds @p o's counts (to sum the counters of several launches or blocks).
     AccessStats& operator+=(const AccessStats& o) {
         requests += o.requests;
         thread_accesses += o.thread_accesses;
@@ -46,7 +47,11 @@ struct AccessStats {
 
 /// The four kinds of counted access.
 struct MemoryCounters {
-    AccessStats global_loads, global_stores, shared_loads, shared_stores;
+    AccessStats global_loads;   ///< reads of global memory (sectors show coalescing)
+    AccessStats global_stores;  ///< writes to global memory
+    AccessStats shared_loads;   ///< reads of shared memory (wavefronts show bank conflicts)
+    AccessStats shared_stores;  ///< writes to shared memory
+    /// Adds @p o's counts, kind by kind.
     MemoryCounters& operator+=(const MemoryCounters& o) {
         global_loads += o.global_loads;
         global_stores += o.global_stores;
@@ -79,9 +84,11 @@ class CountedPtr;
 template <class T, MemorySpace S>
 class CountedRef {
 public:
-    using value_type = std::remove_const_t<T>;
+    using value_type = std::remove_const_t<T>;  ///< what a load gives
 
+    /// Refers to the element at @p p; nothing is counted until it is read or assigned.
     explicit CountedRef(T* p) : p_(p) {}
+    /// Copies the reference, not the element (no access).
     CountedRef(const CountedRef&) = default;
 
     /// A load.
@@ -108,10 +115,12 @@ public:
     [[gnu::always_inline]] const CountedRef& operator+=(const U& v) const {
         return *this = static_cast<value_type>(static_cast<value_type>(*this) + v);
     }
+    /// A load, then a store (two requests, as on the GPU).
     template <class U>
     [[gnu::always_inline]] const CountedRef& operator-=(const U& v) const {
         return *this = static_cast<value_type>(static_cast<value_type>(*this) - v);
     }
+    /// A load, then a store (two requests, as on the GPU).
     template <class U>
     [[gnu::always_inline]] const CountedRef& operator*=(const U& v) const {
         return *this = static_cast<value_type>(static_cast<value_type>(*this) * v);
@@ -128,9 +137,11 @@ private:
 template <class T, MemorySpace S>
 class CountedPtr {
 public:
-    using element_type = T;
+    using element_type = T;  ///< the pointee, as for std::pointer_traits
 
+    /// A null pointer.
     CountedPtr() = default;
+    /// Wraps a raw device pointer; implicit, so host code passes `float*` to a counted kernel.
     CountedPtr(T* p) : p_(p) {}  // NOLINT: implicit, like a pointer conversion
     /// float* converts to const float*, as for raw pointers.
     template <class U>
@@ -140,19 +151,31 @@ public:
     /// The raw pointer (accesses through it are not counted).
     T* get() const { return p_; }
 
+    /// The element it points to, as a counted reference (counted when read or assigned).
     [[gnu::always_inline]] CountedRef<T, S> operator*() const { return CountedRef<T, S>(p_); }
+    /// Element @p i, as a counted reference: `A[row * K + k]` in a kernel.
     [[gnu::always_inline]] CountedRef<T, S> operator[](std::ptrdiff_t i) const {
         return CountedRef<T, S>(p_ + i);
     }
+    /// @p n elements further on (no access, so nothing is counted).
     CountedPtr operator+(std::ptrdiff_t n) const { return CountedPtr(p_ + n); }
+    /// @p n elements back (no access).
     CountedPtr operator-(std::ptrdiff_t n) const { return CountedPtr(p_ - n); }
+    /// Elements between two pointers.
     std::ptrdiff_t operator-(CountedPtr o) const { return p_ - o.p_; }
+    /// Advances by @p n elements: `A += BLOCKSIZE` moves a tile pointer along.
     CountedPtr& operator+=(std::ptrdiff_t n) { p_ += n; return *this; }
+    /// Moves back by @p n elements.
     CountedPtr& operator-=(std::ptrdiff_t n) { p_ -= n; return *this; }
+    /// Next element.
     CountedPtr& operator++() { ++p_; return *this; }
+    /// Previous element.
     CountedPtr& operator--() { --p_; return *this; }
+    /// `n + p`, as for raw pointers.
     friend CountedPtr operator+(std::ptrdiff_t n, CountedPtr p) { return p + n; }
+    /// Same address.
     friend bool operator==(CountedPtr a, CountedPtr b) { return a.p_ == b.p_; }
+    /// Orders by address, as raw pointers into one array.
     friend auto operator<=>(CountedPtr a, CountedPtr b) { return a.p_ <=> b.p_; }
 
 private:
@@ -163,13 +186,15 @@ private:
 /// 128-byte aligned, so that element 0 sits in bank 0 as on the GPU; indices are checked.
 template <class T, int N>
 struct alignas(128) CountedArray {
-    T data[N];
+    T data[N];  ///< the elements (accesses through `data` directly are not counted)
 
+    /// Element @p i as a counted reference; an index outside [0, N) throws gl::cuda::Error.
     template <class I>
     [[gnu::always_inline]] CountedRef<T, MemorySpace::shared> operator[](I i) {
         check_index(static_cast<long long>(i));
         return CountedRef<T, MemorySpace::shared>(data + i);
     }
+    /// Throws gl::cuda::Error naming @p i and N unless 0 <= i < N.
     static void check_index(long long i);
 };
 

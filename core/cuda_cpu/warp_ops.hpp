@@ -22,17 +22,18 @@ enum class WarpOpKind : std::uint8_t { sync, shfl_idx, shfl_up, shfl_down, shfl_
 
 /// One lane's part of a warp operation.
 struct WarpOp {
-    WarpOpKind kind = WarpOpKind::sync;
+    WarpOpKind kind = WarpOpKind::sync;  ///< which operation (all lanes of the group must agree)
     unsigned mask = 0;        ///< the lanes that take part
     int lane_arg = 0;         ///< source lane, delta or xor mask (shuffles)
     int width = 32;           ///< shuffle segment width: 1, 2, 4, 8, 16 or 32
     std::uint64_t value = 0;  ///< the lane's value (shuffles) or predicate (votes), as bits
-    std::source_location where;
+    std::source_location where;  ///< the call in the kernel, for deadlock reports
 };
 
 /// Suspends the calling lane until the whole group has arrived; returns this lane's result.
 std::uint64_t warp_op(const WarpOp& op);
 
+/// The bytes of @p v in a 64-bit word: shuffles move bits, whatever the type.
 template <class T>
 std::uint64_t to_bits(T v) {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
@@ -42,6 +43,7 @@ std::uint64_t to_bits(T v) {
     return bits;
 }
 
+/// The T whose bytes are the low sizeof(T) bytes of @p bits: the inverse of to_bits.
 template <class T>
 T from_bits(std::uint64_t bits) {
     T v;
@@ -49,6 +51,8 @@ T from_bits(std::uint64_t bits) {
     return v;
 }
 
+/// The common body of the four shuffles: hand this lane's value to the warp exchange and
+/// return the value the exchange picked for this lane.
 template <class T>
 T shuffle(WarpOpKind kind, unsigned mask, T var, int arg, int width, std::source_location where) {
     return from_bits<T>(warp_op({kind, mask, arg, width, to_bits(var), where}));

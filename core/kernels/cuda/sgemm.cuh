@@ -19,7 +19,7 @@
 /// is checked against a plain triple loop in double precision:
 ///   on the CPU runtime:  build/tests/cuda_cpu_tests --gtest_filter='CudaGemm*'
 ///   timing on the CPU:   build/bench/cuda_cpu_gemm_bench
-///   on a GPU, vs cuBLAS: tools/gpu/run_gpu_checks.sh <output folder>
+///   on a GPU, vs cuBLAS: tools/gpu/run_gpu_checks.sh OUTPUT_FOLDER
 ///
 /// This header is compiled twice: by g++ for the CPU runtime (sgemm_cpu.cpp) and by nvcc
 /// for the GPU (sgemm_gpu.cu). launch_sgemm below is the host side, shared by both.
@@ -38,6 +38,7 @@
 
 namespace gl::kernels::cuda {
 
+/// How many tiles of @p b cover @p a: grids are rounded up, and edge tiles are partly empty.
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 /// Launches version @p version for C = A * B on the runtime this file is compiled for.

@@ -20,6 +20,10 @@ struct CudaSgemmVersion {
 /// The versions, in order.
 const std::vector<CudaSgemmVersion>& cuda_sgemm_versions();
 
+/// The version the GEMM registry's CUDA kernels ("cuda", "cuda_cpu") run: the last one,
+/// which adds every idea of the family and is the fastest on a GPU.
+int cuda_sgemm_best_version();
+
 /// C = A * B (row-major; A is M x K, B is K x N, C is M x N, overwritten) with version
 /// @p version on the CPU runtime. Any host memory works there; gl::cuda::malloc memory too.
 void cuda_gemm(int version, int M, int N, int K, const float* A, const float* B, float* C);
@@ -36,5 +40,11 @@ void cuda_gemm_device(int version, int M, int N, int K, const float* A, const fl
 /// version @p version, and copies C back. Throws gl::cuda::Error (code no_device) without a GPU.
 void cuda_gemm_device_from_host(int version, int M, int N, int K, const float* A, const float* B,
                                 float* C);
+
+/// Seconds one launch of version @p version takes on the GPU for C = A * B, the operands
+/// already in device memory (no copies timed): the median of @p repeats launches timed with
+/// CUDA events, after one warm-up launch. Builds with nvcc only; throws gl::cuda::Error
+/// (code no_device) without a GPU. For host code compiled without nvcc (the claims report).
+double cuda_gemm_device_seconds(int version, int M, int N, int K, int repeats);
 
 }  // namespace gl::kernels

@@ -16,4 +16,6 @@ const std::vector<CudaSgemmVersion>& cuda_sgemm_versions() {
     return versions;
 }
 
+int cuda_sgemm_best_version() { return cuda_sgemm_versions().back().number; }
+
 }  // namespace gl::kernels
