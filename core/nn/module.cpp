@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "memory/tracking_allocator.hpp"
 #include "ops/ops.hpp"
 
 namespace gl::nn {
@@ -32,6 +33,7 @@ void Module::train(bool on) {
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
     value.set_requires_grad(true);
+    memory::tag_memory(value, memory::MemoryCategory::Parameter);
     params_.emplace_back(name, value);
     return value;
 }

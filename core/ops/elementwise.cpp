@@ -110,8 +110,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     });
     if (should_record({a, b})) {
         auto node = std::make_shared<MulBackward>();
-        node->a = a.detach();
-        node->b = b.detach();
+        node->a = save_for_backward(a);
+        node->b = save_for_backward(b);
         record(out, node, {a, b});
     }
     return out;

@@ -80,8 +80,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     dispatch_floating(a.dtype(), "matmul", [&]<class T>() { run_gemm<T>(A, B, out); });
     if (should_record({a, b})) {
         auto node = std::make_shared<MatmulBackward>();
-        node->a = a.detach();
-        node->b = b.detach();
+        node->a = save_for_backward(a);
+        node->b = save_for_backward(b);
         record(out, node, {a, b});
     }
     return out;

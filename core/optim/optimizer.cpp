@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cpu/elementwise.hpp"
+#include "memory/memory_category.hpp"
 
 namespace gl::optim {
 
@@ -28,6 +29,7 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
     : Optimizer(std::move(params)), momentum_(momentum), weight_decay_(weight_decay) {
     set_lr(lr);
     check(momentum >= 0 && momentum < 1, "SGD: momentum must be in [0, 1)");
+    memory::MemoryCategoryScope state_bytes(memory::MemoryCategory::OptimizerState);
     for (const auto& p : params_) velocity_.push_back(zeros(p.shape(), p.dtype()));
 }
 
@@ -62,6 +64,7 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
     set_lr(lr);
     check(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "Adam: betas must be in [0, 1)");
     check(eps > 0, "Adam: eps must be positive");
+    memory::MemoryCategoryScope state_bytes(memory::MemoryCategory::OptimizerState);
     for (const auto& p : params_) {
         m_.push_back(zeros(p.shape(), p.dtype()));
         v_.push_back(zeros(p.shape(), p.dtype()));

@@ -12,10 +12,13 @@
 #include "base/error.hpp"
 #include "data/mnist.hpp"
 #include "kernels/gemm.hpp"
+#include "memory/caching_allocator.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "nn/module.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/cuda_info.hpp"
+#include "training/memory_profile.hpp"
 #include "training/trainer.hpp"
 
 namespace {
@@ -74,6 +77,8 @@ struct TrainArgs {
     std::string gemm;
     std::size_t limit = 0;
     int threads = 0;
+    bool memory = false;             // print the memory table
+    std::string allocator = "direct";  // "direct" (malloc) or "caching"
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -101,12 +106,19 @@ int cmd_train(const TrainArgs& a) {
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
     if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
     const gl::MnistDataset test(dir, gl::MnistSplit::Test);
+    // The allocators come after the datasets (which are not counted) and before the model
+    // and optimizer (which must come from them to be counted).
+    gl::memory::CachingAllocator cache;
+    gl::Allocator& direct_or_cached = a.allocator == "caching" ? static_cast<gl::Allocator&>(cache) : gl::cpu_allocator();
+    gl::memory::TrackingAllocator tracker(direct_or_cached);
+    gl::memory::DefaultAllocatorScope use(a.memory ? static_cast<gl::Allocator&>(tracker) : direct_or_cached);
+    gl::memory::MemoryStats per_step;  // the largest of each step's peaks
     gl::Rng rng(a.seed);
     auto net = gl::nn::make_simple_net(rng, train->example_shape().back());
     fmt::print("model:  {} ({} parameters)\n", net->describe(), net->parameter_count());
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
-    fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {}\n", a.optimizer, a.lr, a.batch_size, a.seed,
-               gl::kernels::default_gemm().name, gl::get_num_threads());
+    fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
+               a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), a.allocator);
     gl::training::FitOptions opt;
     opt.epochs = a.epochs;
     opt.batch_size = a.batch_size;
@@ -123,8 +135,26 @@ int cmd_train(const TrainArgs& a) {
                        e.samples_per_second);
             std::fflush(stdout);
             bar = ProgressBar(++epoch, a.epochs);
+            tracker.reset_peaks();  // leave the evaluation out of the next step's peaks
         },
-        [&](std::size_t done, std::size_t total, double loss) { bar.update(done, total, loss); });
+        [&](std::size_t done, std::size_t total, double loss) {
+            bar.update(done, total, loss);
+            if (a.memory) {
+                per_step = gl::training::max_of(per_step, tracker.stats());
+                tracker.reset_peaks();
+            }
+        });
+    if (a.memory) {
+        fmt::print("memory of a training step (the largest peak of any step; the dataset is not counted):\n{}",
+                   gl::training::format_memory_table(per_step, false));
+        fmt::print("  (each category's peak is its own; the total's is the most held at once)\n");
+    }
+    if (a.allocator == "caching") {
+        const auto c = cache.stats();
+        fmt::print("caching allocator: {} hits, {} misses (hit rate {:.4f}), {} cached, peak reserved {}\n", c.hits,
+                   c.misses, c.hit_rate(), gl::training::format_bytes(static_cast<double>(c.bytes_cached)),
+                   gl::training::format_bytes(static_cast<double>(c.peak_reserved)));
+    }
     return 0;
 }
 
@@ -174,6 +204,10 @@ int main(int argc, char** argv) {
     train->add_option("--limit", t.limit, "use only the first N training examples");
     train->add_option("--threads", t.threads, "intra-op threads (default: the CPUs this process may use)")
         ->check(CLI::Range(1, 256));
+    train->add_flag("--memory", t.memory, "count memory by category (parameters, gradients, optimizer state, "
+                                          "saved activations, temporaries) and print each step's peaks");
+    train->add_option("--allocator", t.allocator, "direct (malloc per tensor) or caching (reuse freed blocks)")
+        ->check(CLI::IsMember({"direct", "caching"}));
 
     bool quick = false;
     std::string out_dir = "results";

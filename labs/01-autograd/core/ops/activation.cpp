@@ -35,7 +35,7 @@ Tensor relu(const Tensor& a) {
     }
     if (should_record({a})) {
         auto node = std::make_shared<ReluBackward>();
-        node->output = out.detach();
+        node->output = save_for_backward(out);
         record(out, node, {a});
     }
     return out;
