@@ -54,9 +54,14 @@ public:
     /// Clears the working copies' and the masters' gradients.
     void zero_grad();
 
-    /// Starts (or stops) counting vanished updates in step(); counting copies the masters
-    /// each step, so it is off by default.
-    void collect_stats(bool on) { collect_stats_ = on; }
+    /// Starts (or stops) counting vanished updates in step() and resets the counts;
+    /// counting copies the masters each step, so it is off by default.
+    void collect_stats(bool on) {
+        collect_stats_ = on;
+        stats_ = {};
+    }
+    /// Whether counting is on.
+    bool stats_wanted() const { return collect_stats_; }
     /// Counts since collect_stats(true) was last called.
     const UpdateStats& stats() const { return stats_; }
 

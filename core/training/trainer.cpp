@@ -109,6 +109,7 @@ EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, am
     std::int64_t seen = 0, correct = 0;
     double loss_sum = 0.0;
     const amp::AutocastGuard autocast(master.working_dtype());
+    master.collect_stats(master.stats_wanted());
     for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
         master.zero_grad();
         const Tensor logits = model(batch.inputs);                   // 1. forward, matmuls 16-bit
@@ -118,7 +119,7 @@ EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, am
         const bool stepped = master.step(optimizer, scaler);         // 4. update the masters
         scaler.update(!stepped);
         report.skipped_steps += !stepped;
-        if (on_step) on_step({done, stepped, scale});
+        if (on_step) on_step({done, stepped, scale, scaler.scale_value()});
         const auto n = batch.targets.numel();
         loss_sum += loss.item() * static_cast<double>(n);
         correct += count_correct(logits, batch.targets);
@@ -128,6 +129,8 @@ EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, am
     }
     report.seconds = std::chrono::duration<double>(clock::now() - start).count();
     report.loss_scale = scaler.scale_value();
+    report.updates = master.stats().updated;
+    report.vanished_updates = master.stats().vanished;
     if (seen > 0) {
         report.train_loss = loss_sum / static_cast<double>(seen);
         report.train_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
@@ -157,6 +160,7 @@ std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Data
         optimizer = make_optimizer(options.optimizer, model.parameters(), options.lr);
     } else {
         master = std::make_unique<amp::MasterWeights>(model.parameters(), precision.dtype, precision.master_weights);
+        master->collect_stats(precision.count_vanished_updates);
         optimizer = make_optimizer(options.optimizer, master->masters(), options.lr);
     }
     std::vector<EpochReport> reports;

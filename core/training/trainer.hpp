@@ -35,6 +35,8 @@ struct EpochReport {
     double samples_per_second = 0.0;  ///< training throughput
     std::int64_t skipped_steps = 0;   ///< mixed precision: steps skipped for inf/NaN gradients
     double loss_scale = 1.0;          ///< mixed precision: the loss scale at the end of the epoch
+    std::int64_t updates = 0;         ///< counted updates: weight elements with a nonzero gradient
+    std::int64_t vanished_updates = 0;  ///< of those, weights that did not change (see amp::UpdateStats)
 };
 
 /// Mixed-precision settings (claims FP-2 .. FP-4): which type the matmuls and the
@@ -44,6 +46,7 @@ struct PrecisionOptions {
     bool loss_scaling = true;       ///< 16-bit: dynamic loss scaling (GradScaler)
     bool master_weights = true;     ///< 16-bit: FP32 master weights (else weights stay 16-bit)
     amp::LossScalerOptions scaler;  ///< the scaler's settings (enabled follows loss_scaling)
+    bool count_vanished_updates = false;  ///< fill EpochReport::updates / vanished_updates (slower)
 };
 
 /// "fp32", "fp16" or "bf16" as a DType; throws gl::Error for anything else.
@@ -55,6 +58,7 @@ struct StepInfo {
     std::size_t batch = 0;     ///< 0-based batch index in the epoch
     bool stepped = true;       ///< false when mixed precision skipped the step
     double loss_scale = 1.0;   ///< the scale the loss was multiplied by
+    double next_loss_scale = 1.0;  ///< the scale the next step will use
 };
 /// Called after every mixed-precision training step (fit() with 16-bit precision).
 using StepFn = std::function<void(const StepInfo&)>;

@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "data/mnist.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_lowp.hpp"
 #include "nn/module.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/cuda_info.hpp"
@@ -68,6 +69,9 @@ struct TrainArgs {
     std::string data;
     std::string gemm;
     std::size_t limit = 0;
+    std::string precision = "fp32";
+    bool no_loss_scaling = false;
+    bool no_master_weights = false;
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -100,20 +104,31 @@ int cmd_train(const TrainArgs& a) {
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
     fmt::print("setup:  {} lr {} batch {} seed {} gemm {}\n", a.optimizer, a.lr, a.batch_size, a.seed,
                gl::kernels::default_gemm().name);
+    const gl::DType low = gl::training::parse_precision(a.precision);
+    if (low != gl::DType::Float32)
+        fmt::print("precision: {} matmuls ({} GEMM, FP32 accumulation), loss scaling {}, FP32 master weights {}\n",
+                   a.precision, gl::kernels::best_lowp_gemm(low).name, a.no_loss_scaling ? "off" : "on",
+                   a.no_master_weights ? "off" : "on");
     gl::training::FitOptions opt;
     opt.epochs = a.epochs;
     opt.batch_size = a.batch_size;
     opt.lr = a.lr;
     opt.optimizer = a.optimizer;
     opt.seed = a.seed;
+    opt.precision.dtype = low;
+    opt.precision.loss_scaling = !a.no_loss_scaling;
+    opt.precision.master_weights = !a.no_master_weights;
     int epoch = 1;
     ProgressBar bar(1, a.epochs);
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
-            fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s\n",
+            fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
                        e.epoch, a.epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
                        e.samples_per_second);
+            if (low != gl::DType::Float32)
+                fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);
+            fmt::print("\n");
             std::fflush(stdout);
             bar = ProgressBar(++epoch, a.epochs);
         },
@@ -165,6 +180,11 @@ int main(int argc, char** argv) {
     train->add_option("--data", t.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     train->add_option("--gemm", t.gemm, "GEMM kernel to use (see `gradlab info`)");
     train->add_option("--limit", t.limit, "use only the first N training examples");
+    train->add_option("--precision", t.precision, "fp32, or mixed precision with fp16 or bf16 matmuls")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    train->add_flag("--no-loss-scaling", t.no_loss_scaling, "mixed precision without dynamic loss scaling");
+    train->add_flag("--no-master-weights", t.no_master_weights,
+                    "mixed precision with weights kept in 16 bits (no FP32 master copy)");
 
     bool quick = false;
     std::string out_dir = "results";
