@@ -9,6 +9,8 @@
 
 #include <bit>
 
+#include "base/error.hpp"
+
 namespace gl {
 
 std::uint16_t float_to_half_bits(float value) {
