@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -39,6 +41,13 @@ struct Claim {
     std::string lecture_says;
     std::function<Result(const Context&)> run;
 };
+
+// v with `digits` digits after the point, for the measured/verdict texts.
+inline std::string fixed(double v, int digits) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(digits) << v;
+    return os.str();
+}
 
 // The claims of each lab (one function per file), and all of them in order.
 std::vector<Claim> lab01_claims();

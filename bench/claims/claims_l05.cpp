@@ -35,12 +35,6 @@
 namespace gl::claims {
 namespace {
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
 std::string sci(double v, int digits = 2) {
     std::ostringstream os;
     os << std::scientific << std::setprecision(digits) << v;

@@ -60,8 +60,18 @@ EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_si
     return r;
 }
 
-EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
-                        int epoch, const ProgressFn& progress) {
+namespace {
+
+/// What one training step hands back for the epoch's bookkeeping.
+struct StepResult {
+    Tensor logits;
+    Tensor loss;
+};
+
+// Runs `step` on every batch of an epoch and keeps the books: time, mean loss, accuracy,
+// throughput, progress. The two training loops below differ only in their step.
+template <class Step>
+EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& progress, Step&& step) {
     using clock = std::chrono::steady_clock;
     EpochReport report;
     report.epoch = epoch;
@@ -71,14 +81,10 @@ EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const Da
     std::int64_t seen = 0, correct = 0;
     double loss_sum = 0.0;
     for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
-        optimizer.zero_grad();                                    // 0. clear old gradients
-        const Tensor logits = model(batch.inputs);                // 1. forward
-        const Tensor loss = cross_entropy(logits, batch.targets); // 2. loss
-        loss.backward();                                          // 3. backward
-        optimizer.step();                                         // 4. update
+        const StepResult r = step(batch, done);
         const auto n = batch.targets.numel();
-        loss_sum += loss.item() * static_cast<double>(n);
-        correct += count_correct(logits, batch.targets);
+        loss_sum += r.loss.item() * static_cast<double>(n);
+        correct += count_correct(r.logits, batch.targets);
         seen += n;
         ++done;
         if (progress) progress(done, total, loss_sum / static_cast<double>(seen));
@@ -91,8 +97,6 @@ EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const Da
     }
     return report;
 }
-
-namespace {
 
 // The mixed-precision version of the four steps: forward under autocast, loss in FP32,
 // backward from the scaled loss, then the master-weight update (which unscales, skips on
@@ -100,17 +104,10 @@ namespace {
 EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, amp::MasterWeights& master,
                               amp::DynamicLossScaler& scaler, const DataLoader& loader, int epoch,
                               const ProgressFn& progress, const StepFn& on_step) {
-    using clock = std::chrono::steady_clock;
-    EpochReport report;
-    report.epoch = epoch;
-    const auto start = clock::now();
-    const std::size_t total = loader.num_batches();
-    std::size_t done = 0;
-    std::int64_t seen = 0, correct = 0;
-    double loss_sum = 0.0;
     const amp::AutocastGuard autocast(master.working_dtype());
     master.collect_stats(master.stats_wanted());
-    for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
+    std::int64_t skipped = 0;
+    EpochReport report = run_epoch(loader, epoch, progress, [&](const Batch& batch, std::size_t index) {
         master.zero_grad();
         const Tensor logits = model(batch.inputs);                   // 1. forward, matmuls 16-bit
         const Tensor loss = cross_entropy(logits, batch.targets);    // 2. loss, FP32
@@ -118,28 +115,30 @@ EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, am
         scaler.scale(loss).backward();                               // 3. backward, scaled
         const bool stepped = master.step(optimizer, scaler);         // 4. update the masters
         scaler.update(!stepped);
-        report.skipped_steps += !stepped;
-        if (on_step) on_step({done, stepped, scale, scaler.scale_value()});
-        const auto n = batch.targets.numel();
-        loss_sum += loss.item() * static_cast<double>(n);
-        correct += count_correct(logits, batch.targets);
-        seen += n;
-        ++done;
-        if (progress) progress(done, total, loss_sum / static_cast<double>(seen));
-    }
-    report.seconds = std::chrono::duration<double>(clock::now() - start).count();
+        skipped += !stepped;
+        if (on_step) on_step({index, stepped, scale, scaler.scale_value()});
+        return StepResult{logits, loss};
+    });
+    report.skipped_steps = skipped;
     report.loss_scale = scaler.scale_value();
     report.updates = master.stats().updated;
     report.vanished_updates = master.stats().vanished;
-    if (seen > 0) {
-        report.train_loss = loss_sum / static_cast<double>(seen);
-        report.train_accuracy = static_cast<double>(correct) / static_cast<double>(seen);
-        report.samples_per_second = static_cast<double>(seen) / report.seconds;
-    }
     return report;
 }
 
 }  // namespace
+
+EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
+                        int epoch, const ProgressFn& progress) {
+    return run_epoch(loader, epoch, progress, [&](const Batch& batch, std::size_t) {
+        optimizer.zero_grad();                                    // 0. clear old gradients
+        const Tensor logits = model(batch.inputs);                // 1. forward
+        const Tensor loss = cross_entropy(logits, batch.targets); // 2. loss
+        loss.backward();                                          // 3. backward
+        optimizer.step();                                         // 4. update
+        return StepResult{logits, loss};
+    });
+}
 
 std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Dataset>& train,
                              const Dataset* test, const FitOptions& options, const EpochFn& on_epoch,
