@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -48,6 +50,7 @@ std::vector<Claim> lab01_claims();
 std::vector<Claim> lab02_claims();
 std::vector<Claim> lab03_claims();
 std::vector<Claim> lab04_claims();
+std::vector<Claim> lab05_claims();
 std::vector<Claim> lab07_claims();
 
 // Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.

@@ -65,7 +65,8 @@ Tensor Linear::forward(const Tensor& x) {
               "): expected input [batch, " + std::to_string(weight.shape()[1]) + "], got " +
               shape_str(x.shape()));
     const Tensor y = matmul(x, t(weight));  // [B, in] x [in, out]: W^T is a view, not a copy
-    return bias.defined() ? y + bias : y;
+    // With 16-bit working weights (mixed precision) the bias is widened to y's type.
+    return bias.defined() ? y + cast(bias, y.dtype()) : y;
 }
 
 std::string Linear::describe() const {

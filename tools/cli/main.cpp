@@ -14,6 +14,7 @@
 #include "kernels/gemm.hpp"
 #include "memory/caching_allocator.hpp"
 #include "memory/tracking_allocator.hpp"
+#include "kernels/gemm_lowp.hpp"
 #include "nn/module.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
@@ -79,6 +80,9 @@ struct TrainArgs {
     int threads = 0;
     bool memory = false;             // print the memory table
     std::string allocator = "direct";  // "direct" (malloc) or "caching"
+    std::string precision = "fp32";
+    bool no_loss_scaling = false;
+    bool no_master_weights = false;
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -119,20 +123,31 @@ int cmd_train(const TrainArgs& a) {
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
     fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
                a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), a.allocator);
+    const gl::DType low = gl::training::parse_precision(a.precision);
+    if (low != gl::DType::Float32)
+        fmt::print("precision: {} matmuls ({} GEMM, FP32 accumulation), loss scaling {}, FP32 master weights {}\n",
+                   a.precision, gl::kernels::best_lowp_gemm(low).name, a.no_loss_scaling ? "off" : "on",
+                   a.no_master_weights ? "off" : "on");
     gl::training::FitOptions opt;
     opt.epochs = a.epochs;
     opt.batch_size = a.batch_size;
     opt.lr = a.lr;
     opt.optimizer = a.optimizer;
     opt.seed = a.seed;
+    opt.precision.dtype = low;
+    opt.precision.loss_scaling = !a.no_loss_scaling;
+    opt.precision.master_weights = !a.no_master_weights;
     int epoch = 1;
     ProgressBar bar(1, a.epochs);
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
-            fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s\n",
+            fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
                        e.epoch, a.epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
                        e.samples_per_second);
+            if (low != gl::DType::Float32)
+                fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);
+            fmt::print("\n");
             std::fflush(stdout);
             bar = ProgressBar(++epoch, a.epochs);
             tracker.reset_peaks();  // leave the evaluation out of the next step's peaks
@@ -208,6 +223,11 @@ int main(int argc, char** argv) {
                                           "saved activations, temporaries) and print each step's peaks");
     train->add_option("--allocator", t.allocator, "direct (malloc per tensor) or caching (reuse freed blocks)")
         ->check(CLI::IsMember({"direct", "caching"}));
+    train->add_option("--precision", t.precision, "fp32, or mixed precision with fp16 or bf16 matmuls")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    train->add_flag("--no-loss-scaling", t.no_loss_scaling, "mixed precision without dynamic loss scaling");
+    train->add_flag("--no-master-weights", t.no_master_weights,
+                    "mixed precision with weights kept in 16 bits (no FP32 master copy)");
 
     bool quick = false;
     std::string out_dir = "results";
