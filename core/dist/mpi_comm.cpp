@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "dist/collectives.hpp"
@@ -154,7 +155,9 @@ void wait_all(MPI_Request* requests, int n, double timeout_s, const std::string&
                     MPI_Cancel(&requests[i]);
                     MPI_Request_free(&requests[i]);
                 }
-            throw CommError(what + " did not complete within " + std::to_string(timeout_s) +
+            std::ostringstream limit;
+            limit << timeout_s;
+            throw CommError(what + " did not complete within " + limit.str() +
                             " s: the peer is stuck, died, never reached this call, or the ranks are deadlocked "
                             "(every rank waiting to receive, or every rank sending first: sends are synchronous, "
                             "use sendrecv in a ring)");
