@@ -42,6 +42,7 @@ struct Claim {
 
 // The claims of each lab (one function per file), and all of them in order.
 std::vector<Claim> lab01_claims();
+std::vector<Claim> lab08_claims();
 std::vector<Claim> all_claims();
 
 // Runs the selected claims (all when `only` is empty); an experiment that throws gets

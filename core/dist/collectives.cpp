@@ -35,10 +35,10 @@ void allreduce_reduce_broadcast(Communicator& comm, void* data, std::size_t coun
     const std::size_t bytes = count * size_of(dtype);
     if (n == 1) return;
     if (comm.rank() == 0) {
-        auto incoming = comm.allocate(bytes);
+        void* incoming = comm.scratch(bytes);
         for (int src = 1; src < n; ++src) {
-            comm.recv(incoming.get(), bytes, src);
-            comm.reduce_add(data, incoming.get(), count, dtype);
+            comm.recv(incoming, bytes, src);
+            comm.reduce_add(data, incoming, count, dtype);
         }
         for (int dest = 1; dest < n; ++dest) comm.send(data, bytes, dest);
     } else {
@@ -61,15 +61,15 @@ void allreduce_recursive_doubling(Communicator& comm, void* data, std::size_t co
         comm.recv(data, bytes, r - p);
         return;
     }
-    auto incoming = comm.allocate(bytes);
+    void* incoming = comm.scratch(bytes);
     if (r + p < n) {
-        comm.recv(incoming.get(), bytes, r + p);
-        comm.reduce_add(data, incoming.get(), count, dtype);
+        comm.recv(incoming, bytes, r + p);
+        comm.reduce_add(data, incoming, count, dtype);
     }
     for (int distance = 1; distance < p; distance *= 2) {
         const int partner = r ^ distance;
-        comm.sendrecv(data, bytes, partner, incoming.get(), bytes, partner);
-        comm.reduce_add(data, incoming.get(), count, dtype);
+        comm.sendrecv(data, bytes, partner, incoming, bytes, partner);
+        comm.reduce_add(data, incoming, count, dtype);
     }
     if (r + p < n) comm.send(data, bytes, r + p);
 }

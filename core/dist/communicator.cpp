@@ -94,6 +94,15 @@ std::shared_ptr<void> Communicator::allocate(std::size_t bytes) const {
     return std::shared_ptr<void>(p, std::free);
 }
 
+void* Communicator::scratch(std::size_t bytes) {
+    if (!scratch_ || scratch_bytes_ < bytes) {
+        scratch_.reset();  // free the old one first: peak memory is one buffer
+        scratch_ = allocate(bytes);
+        scratch_bytes_ = bytes;
+    }
+    return scratch_.get();
+}
+
 void Communicator::set_timeout_s(double seconds) {
     check(seconds > 0, "set_timeout_s: the timeout must be positive (got " + std::to_string(seconds) + ")");
     timeout_s_ = seconds;

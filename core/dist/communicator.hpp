@@ -86,8 +86,12 @@ public:
     virtual void reduce_add(void* dst, const void* src, std::size_t count, DType dtype) const;
     /// Copies @p bytes bytes between two of this backend's buffers.
     virtual void copy(void* dst, const void* src, std::size_t bytes) const;
-    /// A scratch buffer of @p bytes bytes in this backend's memory.
+    /// A new buffer of @p bytes bytes in this backend's memory.
     virtual std::shared_ptr<void> allocate(std::size_t bytes) const;
+    /// This rank's reusable scratch buffer, at least @p bytes long (valid until the next
+    /// call). Algorithms use it for incoming data: allocating (and first touching) a fresh
+    /// 32 MiB buffer on every all-reduce costs more than the all-reduce itself.
+    void* scratch(std::size_t bytes);
     /// True when buffers are GPU memory (NCCL).
     virtual bool memory_is_device() const { return false; }
 
@@ -116,6 +120,8 @@ protected:
 
 private:
     CommStats stats_;
+    std::shared_ptr<void> scratch_;
+    std::size_t scratch_bytes_ = 0;
     double timeout_s_ = 60.0;
 };
 

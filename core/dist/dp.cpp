@@ -110,10 +110,10 @@ DpStepResult DataParallel::master_step(const Batch& batch, optim::Optimizer& opt
     // 4. Backward through the master's own replica; gather and add the replicas' gradients.
     my_logits.backward(copy_rows(grad_logits, 0, static_cast<std::int64_t>(mine.count)));
     grads_to_flat(params_, flat_.get());
-    auto incoming = comm_.allocate(flat_bytes);
+    void* incoming = comm_.scratch(flat_bytes);
     for (int r = 1; r < n; ++r) {
-        comm_.recv(incoming.get(), flat_bytes, r);
-        comm_.reduce_add(flat_.get(), incoming.get(), flat_count_, dtype_);
+        comm_.recv(incoming, flat_bytes, r);
+        comm_.reduce_add(flat_.get(), incoming, flat_count_, dtype_);
     }
     flat_to_grads(flat_.get(), params_);
 

@@ -23,20 +23,20 @@ void reduce_scatter_ring(Communicator& comm, void* data, std::size_t count, DTyp
     // LAB 08 BEGIN: ring reduce-scatter
     // In step s = 0..n-2, send chunk (r - s - 1) mod n to rank (r + 1) mod n and, at the
     // same time, receive chunk (r - s - 2) mod n from rank (r - 1) mod n into a scratch
-    // buffer (comm.allocate), then add it into your copy of that chunk (comm.reduce_add).
+    // buffer (comm.scratch), then add it into your copy of that chunk (comm.reduce_add).
     // After the last step, chunk r holds the sum over all ranks.
     // Use comm.sendrecv: if every rank calls send() first, every rank waits for a
     // receiver that never comes (the thread and MPI backends send synchronously), and
     // the communicator reports a deadlock after its timeout.
     const std::size_t largest = ring_chunk(count, n, n - 1).count;  // the last chunk is never smaller
-    auto incoming = comm.allocate(largest * size_of(dtype));
+    void* incoming = comm.scratch(largest * size_of(dtype));
     const int right = mod(r + 1, n), left = mod(r - 1, n);
     for (int s = 0; s < n - 1; ++s) {
         const Chunk out = ring_chunk(count, n, mod(r - s - 1, n));
         const Chunk in = ring_chunk(count, n, mod(r - s - 2, n));
-        comm.sendrecv(chunk_ptr(data, out, dtype), out.count * size_of(dtype), right, incoming.get(),
+        comm.sendrecv(chunk_ptr(data, out, dtype), out.count * size_of(dtype), right, incoming,
                       in.count * size_of(dtype), left);
-        comm.reduce_add(chunk_ptr(data, in, dtype), incoming.get(), in.count, dtype);
+        comm.reduce_add(chunk_ptr(data, in, dtype), incoming, in.count, dtype);
     }
     // LAB 08 END
 }
