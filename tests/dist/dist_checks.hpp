@@ -136,15 +136,15 @@ inline std::shared_ptr<nn::Sequential> reference_training(const std::vector<Batc
 constexpr double kTolerance = 1e-5;  // float32: different summation orders, a few steps
 
 // DDP on N ranks, each on its 1/N of every global batch, ends where one process does.
-inline void check_ddp_equivalence(Communicator& comm, std::size_t bucket_bytes, bool overlap) {
+inline void check_ddp_equivalence(Communicator& comm, std::size_t bucket_bytes, bool overlap,
+                                  AllReduceAlgo algo = AllReduceAlgo::Ring) {
     const int n = comm.size(), r = comm.rank();
     const std::int64_t local = 6, rows = local * n;
     std::vector<Batch> batches;
     for (int s = 0; s < 4; ++s) batches.push_back(global_batch(rows, 100 + static_cast<std::uint64_t>(s)));
     // Replicas start from different weights: DDP's broadcast must fix that.
     auto net = small_net(r == 0 ? 11 : 1000 + static_cast<std::uint64_t>(r));
-    DistributedDataParallel ddp(net, comm, {.bucket_bytes = bucket_bytes, .algo = AllReduceAlgo::Ring,
-                                           .overlap = overlap});
+    DistributedDataParallel ddp(net, comm, {.bucket_bytes = bucket_bytes, .algo = algo, .overlap = overlap});
     optim::SGD opt(net->parameters(), 0.5);
     for (const Batch& b : batches) {
         const Batch mine = rows_of(b, local * r, local);
@@ -164,12 +164,12 @@ inline void check_ddp_equivalence(Communicator& comm, std::size_t bucket_bytes, 
 
 // k micro-batches under no_sync (loss scaled by 1/k), then one synced: equals one step
 // on the k-times larger global batch.
-inline void check_ddp_accumulation(Communicator& comm, int k) {
+inline void check_ddp_accumulation(Communicator& comm, int k, AllReduceAlgo algo = AllReduceAlgo::Ring) {
     const int n = comm.size(), r = comm.rank();
     const std::int64_t micro = 3, rows = micro * k * n;
     const Batch global = global_batch(rows, 7);
     auto net = small_net(11);
-    DistributedDataParallel ddp(net, comm, {.bucket_bytes = 256});
+    DistributedDataParallel ddp(net, comm, {.bucket_bytes = 256, .algo = algo});
     optim::SGD opt(net->parameters(), 0.5);
     opt.zero_grad();
     const std::uint64_t bytes_before = comm.stats().bytes_sent;
