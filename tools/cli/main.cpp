@@ -11,6 +11,10 @@
 #include "../../bench/claims/claims.hpp"
 #include "base/error.hpp"
 #include "data/mnist.hpp"
+#include "dist/mpi_comm.hpp"
+#include "dist/nccl_comm.hpp"
+#include "dist/parallel_training.hpp"
+#include "dist/thread_comm.hpp"
 #include "kernels/gemm.hpp"
 #include "nn/module.hpp"
 #include "sys/cpu_info.hpp"
@@ -68,6 +72,9 @@ struct TrainArgs {
     std::string data;
     std::string gemm;
     std::size_t limit = 0;
+    int workers = 1;
+    std::string parallel = "ddp";
+    std::string backend;  // empty: mpi under mpirun, threads otherwise
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -88,12 +95,62 @@ private:
     bool tty_;
 };
 
-int cmd_train(const TrainArgs& a) {
+void print_epoch(const gl::training::EpochReport& e, int epochs) {
+    fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s\n",
+               e.epoch, epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
+               e.samples_per_second);
+    std::fflush(stdout);
+}
+
+// train --workers N --parallel dp|ddp --backend threads|mpi: every rank trains, rank 0 reports.
+int cmd_train_parallel(const TrainArgs& a, const std::shared_ptr<const gl::Dataset>& train, const gl::Dataset& test) {
+    gl::dist::ParallelFitOptions o;
+    o.fit.epochs = a.epochs;
+    o.fit.batch_size = a.batch_size;
+    o.fit.lr = a.lr;
+    o.fit.optimizer = a.optimizer;
+    o.fit.seed = a.seed;
+    o.parallel = a.parallel;
+    const auto make_model = [&] {
+        gl::Rng rng(a.seed);
+        return std::shared_ptr<gl::nn::Module>(gl::nn::make_simple_net(rng, train->example_shape().back()));
+    };
+    const auto report = [&](gl::dist::Communicator& comm) {
+        if (comm.rank() == 0)
+            fmt::print("parallel: {} over {} workers ({} backend); global batch {}\n", a.parallel, comm.size(),
+                       comm.backend(), a.batch_size);
+        gl::dist::fit_parallel(comm, make_model, train, &test, o,
+                               [&](const gl::training::EpochReport& e) { print_epoch(e, a.epochs); });
+        if (comm.rank() == 0)
+            fmt::print("rank 0 sent {:.1f} MB and received {:.1f} MB in {} messages\n", comm.stats().bytes_sent * 1e-6,
+                       comm.stats().bytes_received * 1e-6, comm.stats().messages_sent);
+    };
+    if (a.backend == "threads") {
+        gl::dist::run_threads(a.workers, report, 300.0);
+    } else if (a.backend == "mpi") {
+        auto& comm = gl::dist::MpiCommunicator::world();
+        comm.set_timeout_s(300.0);
+        report(comm);
+    } else {
+        throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
+                        (gl::dist::nccl_available() ? "use --backend threads or mpi"
+                                                    : "this build has no NCCL either; use --backend threads or mpi"));
+    }
+    return 0;
+}
+
+int cmd_train(TrainArgs a) {
+    if (a.backend.empty()) a.backend = gl::dist::launched_by_mpirun() ? "mpi" : "threads";
     if (!a.gemm.empty()) gl::kernels::set_default_gemm(a.gemm);
     const std::string dir = a.data.empty() ? gl::default_fashion_mnist_dir().string() : a.data;
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
     if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
     const gl::MnistDataset test(dir, gl::MnistSplit::Test);
+    if (a.workers > 1 || a.backend != "threads") {
+        if (a.backend != "mpi" || gl::dist::MpiCommunicator::world().rank() == 0)
+            fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
+        return cmd_train_parallel(a, train, test);
+    }
     gl::Rng rng(a.seed);
     auto net = gl::nn::make_simple_net(rng, train->example_shape().back());
     fmt::print("model:  {} ({} parameters)\n", net->describe(), net->parameter_count());
@@ -111,10 +168,7 @@ int cmd_train(const TrainArgs& a) {
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
-            fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s\n",
-                       e.epoch, a.epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
-                       e.samples_per_second);
-            std::fflush(stdout);
+            print_epoch(e, a.epochs);
             bar = ProgressBar(++epoch, a.epochs);
         },
         [&](std::size_t done, std::size_t total, double loss) { bar.update(done, total, loss); });
@@ -158,13 +212,19 @@ int main(int argc, char** argv) {
     TrainArgs t;
     auto* train = app.add_subcommand("train", "train SimpleNet (784-128-10) on an MNIST-format dataset");
     train->add_option("--epochs", t.epochs, "passes over the training set")->check(CLI::Range(1, 1000));
-    train->add_option("--batch-size", t.batch_size, "examples per step")->check(CLI::Range(1, 1 << 20));
+    train->add_option("--batch-size", t.batch_size, "examples per step (with several workers: over all of them)")->check(CLI::Range(1, 1 << 20));
     train->add_option("--lr", t.lr, "learning rate")->check(CLI::PositiveNumber);
     train->add_option("--optimizer", t.optimizer, "sgd (momentum 0.9) or adam")->check(CLI::IsMember({"sgd", "adam"}));
     train->add_option("--seed", t.seed, "seed for initialisation and shuffling");
     train->add_option("--data", t.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     train->add_option("--gemm", t.gemm, "GEMM kernel to use (see `gradlab info`)");
     train->add_option("--limit", t.limit, "use only the first N training examples");
+    train->add_option("--workers", t.workers, "data-parallel workers (threads; under mpirun: the processes)")
+        ->check(CLI::Range(1, 1024));
+    train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers) or ddp (all-reduce)")
+        ->check(CLI::IsMember({"dp", "ddp"}));
+    train->add_option("--backend", t.backend, "threads, mpi or nccl (default: mpi under mpirun, else threads)")
+        ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
 
     bool quick = false;
     std::string out_dir = "results";
