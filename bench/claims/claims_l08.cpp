@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "../dist_measure.hpp"
 #include "claims.hpp"
@@ -70,7 +71,8 @@ Result dp1(const Context& ctx) {
         const auto dp = dps[dps.size() / 2], ddp = ddps[ddps.size() / 2];
         const double ratio = dp.seconds / ddp.seconds;
         faster = faster && ratio > 1.0;
-        master_heavier = master_heavier && dp.master_bytes > ddp.worker_bytes;
+        // At N = 2 both move two models' worth per step (2(N-1) = 2 * 2(N-1)/N); beyond, the master more.
+        if (n > 2) master_heavier = master_heavier && dp.master_bytes > ddp.worker_bytes;
         m << (n == 2 ? "" : "; ") << n << " workers: DP " << num(dp.seconds * 1e3, 1) << " ms vs DDP "
           << num(ddp.seconds * 1e3, 1) << " ms per step (DP/DDP " << num(ratio, 2) << "x); the DP master moves "
           << num(static_cast<double>(dp.master_bytes) * 1e-6, 1) << " MB per step, a DDP worker "
@@ -84,10 +86,15 @@ Result dp1(const Context& ctx) {
     r.measured = "MLP 784-1024-1024-10 (1.9M parameters), global batch 64, SGD, thread backend, median of " +
                  std::to_string(rounds) + " alternating rounds of " + std::to_string(steps) + " steps: " + m.str();
     r.verdict = faster && master_heavier ? Verdict::Reproduced : Verdict::NotReproduced;
+    const unsigned cores = std::thread::hardware_concurrency();
+    r.data["cores"] = cores;
     r.why = std::string(faster ? "DDP's step is faster at 2 and 4 workers" : "DDP was NOT faster at every worker count") +
-            (master_heavier ? ", and the master moves more bytes than a DDP worker (2(N-1) models vs 2(N-1)/N)"
-                            : ", and the master did not move more bytes than a DDP worker") +
-            ". On a 2-core machine the threads share cores, so the gap is the serial master work, not link bandwidth";
+            (master_heavier ? "; at 4 workers the master moves 2(N-1) models per step, a DDP worker 2(N-1)/N"
+                            : "; the master did not move more bytes than a DDP worker") +
+            ". Workers here are threads on " + std::to_string(cores) + " cores sharing one memory: there is no link "
+            "for the master to saturate, the replicas' idle time during the master's serial work goes to other "
+            "threads, and DDP's N optimizer steps and gradient copies (DP does one) compete for the same cores. "
+            "The claim is about a device per worker";
     return r;
 }
 

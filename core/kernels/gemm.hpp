@@ -41,6 +41,9 @@ struct GemmKernel {
     std::string idea;        ///< one line for tables: what this version does
     SgemmFn sgemm = nullptr; ///< float32 entry point (required)
     DgemmFn dgemm = nullptr; ///< float64 entry point (optional)
+    /// Why the kernel cannot run on this machine ("" when it can), e.g. the CUDA driver's
+    /// message when there is no GPU; null for kernels that always can.
+    std::string (*why_unavailable)() = nullptr;
 };
 
 /// Adds a kernel (replacing one of the same name).
@@ -49,7 +52,9 @@ void register_gemm(const GemmKernel& kernel);
 const GemmKernel& find_gemm(const std::string& name);
 /// All registered kernels, in registration order.
 std::vector<GemmKernel> gemm_kernels();
-/// Makes @p name the kernel matmul uses.
+/// Why @p kernel cannot run here, or "" when it can.
+std::string why_unavailable(const GemmKernel& kernel);
+/// Makes @p name the kernel matmul uses; throws, with the reason, if it cannot run here.
 void set_default_gemm(const std::string& name);
 /// The kernel matmul uses now (the fastest registered one unless changed).
 const GemmKernel& default_gemm();
@@ -63,6 +68,8 @@ void gemm(const GemmArgs<double>& args);
 // The built-in kernels, one function per kernel file.
 GemmKernel gemm_naive_kernel();
 GemmKernel gemm_eigen_kernel();
+GemmKernel gemm_cuda_cpu_kernel();
+GemmKernel gemm_cuda_kernel();
 /// @endcond
 
 }  // namespace gl::kernels

@@ -19,6 +19,10 @@ Registry& registry() {
         // The built-in kernels, slowest first; the last one is the default.
         r.kernels = {gemm_naive_kernel(), gemm_eigen_kernel()};
         r.default_name = r.kernels.back().name;
+        // The CUDA SGEMM family, chosen by name only: "cuda" needs a GPU, and "cuda_cpu"
+        // runs the same kernel on the CPU runtime, correct but slow.
+        r.kernels.push_back(gemm_cuda_cpu_kernel());
+        r.kernels.push_back(gemm_cuda_kernel());
     });
     return r;
 }
@@ -58,8 +62,14 @@ std::vector<GemmKernel> gemm_kernels() {
     return r.kernels;
 }
 
+std::string why_unavailable(const GemmKernel& kernel) {
+    return kernel.why_unavailable ? kernel.why_unavailable() : std::string();
+}
+
 void set_default_gemm(const std::string& name) {
-    find_gemm(name);  // throws for an unknown name
+    const std::string why = why_unavailable(find_gemm(name));  // find_gemm throws for an unknown name
+    check(why.empty(), "GEMM kernel '" + name + "' cannot run here: " + why +
+                           "; choose another (gradlab info lists them)");
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     r.default_name = name;

@@ -171,7 +171,8 @@ TEST(Lab01, TwoLayerNetworkGradients) {
 
 TEST(Lab01, DataDependentControlFlowTrains) {
     const training::ToyTrainResult r = training::train_data_dependent_net(7);
-    EXPECT_LT(r.last_loss, 0.5 * r.first_loss) << "the loss should at least halve in 60 SGD steps";
+    EXPECT_NE(r.min_depth, r.max_depth) << "different batches should have run graphs of different depth";
+    EXPECT_LT(r.last_loss, 0.5 * r.first_loss) << "the loss should at least halve in 300 SGD steps";
     EXPECT_GE(r.accuracy, 0.9);
 }
 

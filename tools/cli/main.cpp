@@ -60,6 +60,9 @@ int cmd_info() {
     fmt::print("GEMM:      ");
     for (const auto& k : gl::kernels::gemm_kernels()) fmt::print("{} ", k.name);
     fmt::print("(default {})\n", gl::kernels::default_gemm().name);
+    for (const auto& k : gl::kernels::gemm_kernels())
+        if (const std::string why = gl::kernels::why_unavailable(k); !why.empty())
+            fmt::print("           {} cannot run here: {}\n", k.name, why);
     return 0;
 }
 
