@@ -105,6 +105,8 @@ struct MpiCommunicator::State {
     std::unique_ptr<Watchdog> watchdog;
     bool broken = false;
     std::string broken_by;
+    // Waits for the requests; a timeout leaves the communicator unusable (see wait_all).
+    void wait(MPI_Request* requests, int n, double timeout_s, const std::string& what);
     // After a timed-out call, requests were cancelled half-way: refuse to go on.
     void ensure_usable(int rank) const {
         check(!broken, "MPI backend: rank " + std::to_string(rank) +
@@ -168,30 +170,28 @@ void wait_all(MPI_Request* requests, int n, double timeout_s, const std::string&
 
 }  // namespace
 
+void MpiCommunicator::State::wait(MPI_Request* requests, int n, double timeout_s, const std::string& what) {
+    try {
+        wait_all(requests, n, timeout_s, what);
+    } catch (const CommError& e) {
+        broken = true;
+        broken_by = e.what();
+        throw;
+    }
+}
+
 void MpiCommunicator::do_send(const void* data, std::size_t bytes, int dest) {
     state_->ensure_usable(rank_);
     MPI_Request req;
     MPI_Issend(data, byte_count(bytes), MPI_BYTE, dest, 0, MPI_COMM_WORLD, &req);
-    try {
-        wait_all(&req, 1, timeout_s(), "rank " + std::to_string(rank_) + ": send to rank " + std::to_string(dest));
-    } catch (const CommError& e) {
-        state_->broken = true;
-        state_->broken_by = e.what();
-        throw;
-    }
+    state_->wait(&req, 1, timeout_s(), "rank " + std::to_string(rank_) + ": send to rank " + std::to_string(dest));
 }
 
 void MpiCommunicator::do_recv(void* data, std::size_t bytes, int src) {
     state_->ensure_usable(rank_);
     MPI_Request req;
     MPI_Irecv(data, byte_count(bytes), MPI_BYTE, src, 0, MPI_COMM_WORLD, &req);
-    try {
-        wait_all(&req, 1, timeout_s(), "rank " + std::to_string(rank_) + ": receive from rank " + std::to_string(src));
-    } catch (const CommError& e) {
-        state_->broken = true;
-        state_->broken_by = e.what();
-        throw;
-    }
+    state_->wait(&req, 1, timeout_s(), "rank " + std::to_string(rank_) + ": receive from rank " + std::to_string(src));
 }
 
 void MpiCommunicator::do_sendrecv(const void* send_data, std::size_t send_bytes, int dest, void* recv_data,
@@ -200,15 +200,9 @@ void MpiCommunicator::do_sendrecv(const void* send_data, std::size_t send_bytes,
     MPI_Request reqs[2];
     MPI_Irecv(recv_data, byte_count(recv_bytes), MPI_BYTE, src, 0, MPI_COMM_WORLD, &reqs[0]);
     MPI_Issend(send_data, byte_count(send_bytes), MPI_BYTE, dest, 0, MPI_COMM_WORLD, &reqs[1]);
-    try {
-        wait_all(reqs, 2, timeout_s(),
+    state_->wait(reqs, 2, timeout_s(),
                  "rank " + std::to_string(rank_) + ": sendrecv (to rank " + std::to_string(dest) + ", from rank " +
                      std::to_string(src) + ")");
-    } catch (const CommError& e) {
-        state_->broken = true;
-        state_->broken_by = e.what();
-        throw;
-    }
 }
 
 void MpiCommunicator::library_all_reduce(void* data, std::size_t count, DType dtype) {
