@@ -16,7 +16,9 @@ Grades three submissions with tools/grade.py and checks each result:
                  03's case is a CUDA kernel that never ends (its tiled kernel): the items
                  of the tiled kernel time out, the coalesced kernel's keep their points. The
                  time limit for this case is a few times the slowest reference item, so it
-                 costs seconds, not the rubric's minutes;
+                 costs seconds, not the rubric's minutes. Lab 08: the "ring reduce-scatter"
+                 region replaced by a ring in which every rank sends before it receives:
+                 the "Ring" items score 0 saying "deadlock", a sampler item keeps its points;
 
 and finally that the repository's `git status` is the same before and after.
 
@@ -48,21 +50,34 @@ GRADE = Path(__file__).resolve().parent / "grade.py"
 SETUP_ALLOWANCE_S = 1800  # configure and build, on top of the items' own time limits
 
 
+# An endless loop the optimizer must keep: every iteration touches a volatile variable.
+ENDLESS_LOOP = "for (volatile unsigned spin = 0;;) spin = spin + 1;  // check_grading.py: a hang"
+# Lab 08: a ring in which every rank sends before it receives. Sends are synchronous, so
+# nobody ever receives: the communicator must report the deadlock, not hang.
+DEADLOCKED_RING = ("for (int s = 0; s < n - 1; ++s) { const Chunk c = ring_chunk(count, n, r); "
+                   "comm.send(chunk_ptr(data, c, dtype), c.count * size_of(dtype), mod(r + 1, n)); "
+                   "comm.recv(chunk_ptr(data, c, dtype), c.count * size_of(dtype), mod(r - 1, n)); }"
+                   "  // check_grading.py: a deadlock")
+
+
 @dataclass
 class HangCase:
-    """Replace the body of one LAB region by an endless loop; say which items must time out."""
+    """Replace the body of one LAB region by code that never finishes (an endless loop by
+    default); say which items must score 0 and what their output must say."""
 
     region: str  # the region's `what`
-    hanging: str  # items whose gtest filter contains this must time out
+    hanging: str  # items whose gtest filter contains this must score 0
     unrelated: str  # at least one item whose filter contains this must keep its points
+    body: str = ENDLESS_LOOP  # the code put in place of the region's body
+    says: str = "timed out"  # what the output of each hanging item must contain
 
 
 HANG_CASES = {
     "01": HangCase(region="matmul backward", hanging="Matmul", unrelated="Relu"),
     "03": HangCase(region="shared-memory tiled kernel", hanging="Tiled", unrelated="Coalesced"),
+    "08": HangCase(region="ring reduce-scatter", hanging="Ring", unrelated="Sampler", body=DEADLOCKED_RING,
+                   says="deadlock"),
 }
-# An endless loop the optimizer must keep: every iteration touches a volatile variable.
-ENDLESS_LOOP = "for (volatile unsigned spin = 0;;) spin = spin + 1;  // check_grading.py: a hang"
 
 
 class Checks:
@@ -191,7 +206,7 @@ def make_hanging_copy(lab: grade.Lab, case: HangCase, reference: Path, target: P
                                f"in core/, found {len(marked)}; update HANG_CASES")
     m = marked[0]
     region = next(r for r in m.regions if r.what == case.region)
-    lines = m.lines[:region.begin + 1] + [f"{region.indent}{ENDLESS_LOOP}\n"] + m.lines[region.end:]
+    lines = m.lines[:region.begin + 1] + [f"{region.indent}{case.body}\n"] + m.lines[region.end:]
     (target / m.path).write_text("".join(lines), encoding="utf-8")
 
 
@@ -209,14 +224,14 @@ def check_hang(checks: Checks, lab: grade.Lab, case: HangCase, reference: Graded
         if not stuck:
             problems.append(f"no rubric item's test filter contains {case.hanging!r}")
         for t in stuck:
-            if t["score"] != 0 or "timed out" not in t["output"]:
+            if t["score"] != 0 or case.says not in t["output"]:
                 problems.append(f"{t['name']!r}: {t['score']:g} points, output "
-                                f"{t['output'][:200]!r}; expected 0 and 'timed out'")
+                                f"{t['output'][:200]!r}; expected 0 and {case.says!r}")
         if not any(t["score"] == t["max_score"] for t in others):
             problems.append(f"no item whose filter contains {case.unrelated!r} kept its points")
-    summary = (f"{case.region!r} loops forever: {score_line(graded)}, item time limit "
-               f"{timeout:g} s")
-    checks.report(f"(c) a hang in {case.region} times out", problems, summary,
+    what = "loops forever" if case.body == ENDLESS_LOOP else "never finishes (" + case.says + ")"
+    summary = f"{case.region!r} {what}: {score_line(graded)}, item time limit {timeout:g} s"
+    checks.report(f"(c) a hang in {case.region} is reported", problems, summary,
                   log_if_unusable(graded))
 
 

@@ -52,4 +52,34 @@ private:
     std::uint64_t seed_;
 };
 
+/// One worker's share of each epoch in data-parallel training (claim DP-4). Every rank
+/// draws the same order (shuffled by (seed, epoch) exactly as RandomSampler, or 0..n-1),
+/// pads it by repeating its first indices up to a multiple of the number of replicas
+/// (or drops the tail with drop_last), and takes every num_replicas-th index starting at
+/// its rank. So the ranks get equal shares, disjoint apart from the padding, that
+/// together cover every example once per epoch; and batch k of all ranks together is
+/// batch k of one process whose batch is num_replicas times larger.
+class DistributedSampler : public Sampler {
+public:
+    /// @param num_replicas workers (positive); @param rank this worker, below num_replicas;
+    /// @param shuffle draw a new order each epoch; @param seed the run's seed (the same on
+    /// every rank); @param drop_last drop the tail instead of padding.
+    DistributedSampler(std::size_t num_replicas, std::size_t rank, bool shuffle = true, std::uint64_t seed = 0,
+                       bool drop_last = false);
+    /// This rank's indices of epoch @p epoch.
+    std::vector<std::size_t> indices(std::size_t dataset_size, std::uint64_t epoch) const override;
+    /// ceil(n / num_replicas), or floor with drop_last: the same on every rank.
+    std::size_t num_indices(std::size_t dataset_size) const override;
+    /// Number of workers.
+    std::size_t num_replicas() const { return num_replicas_; }
+    /// This worker's rank.
+    std::size_t rank() const { return rank_; }
+
+private:
+    std::size_t num_replicas_, rank_;
+    bool shuffle_;
+    std::uint64_t seed_;
+    bool drop_last_;
+};
+
 }  // namespace gl

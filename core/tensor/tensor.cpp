@@ -37,7 +37,9 @@ std::string shape_str(const Shape& shape) {
 }
 
 TensorImpl& Tensor::impl() const {
-    check(impl_ != nullptr, "use of an undefined tensor (was a gradient never computed?)");
+    // Not check(): its message argument would build a std::string on every call, and this
+    // runs per element in some loops (an allocation per element).
+    if (impl_ == nullptr) throw Error("use of an undefined tensor (was a gradient never computed?)");
     return *impl_;
 }
 

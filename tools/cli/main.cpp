@@ -11,6 +11,10 @@
 #include "../../bench/claims/claims.hpp"
 #include "base/error.hpp"
 #include "data/mnist.hpp"
+#include "dist/mpi_comm.hpp"
+#include "dist/nccl_comm.hpp"
+#include "dist/parallel_training.hpp"
+#include "dist/thread_comm.hpp"
 #include "kernels/gemm.hpp"
 #include "memory/caching_allocator.hpp"
 #include "memory/tracking_allocator.hpp"
@@ -83,6 +87,9 @@ struct TrainArgs {
     std::string precision = "fp32";
     bool no_loss_scaling = false;
     bool no_master_weights = false;
+    int workers = 1;
+    std::string parallel = "ddp";
+    std::string backend;  // empty: mpi under mpirun, threads otherwise
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -103,13 +110,65 @@ private:
     bool tty_;
 };
 
-int cmd_train(const TrainArgs& a) {
+void print_epoch(const gl::training::EpochReport& e, int epochs, bool mixed_precision = false) {
+    fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
+               e.epoch, epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
+               e.samples_per_second);
+    if (mixed_precision) fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);
+    fmt::print("\n");
+    std::fflush(stdout);
+}
+
+// train --workers N --parallel dp|ddp --backend threads|mpi: every rank trains, rank 0 reports.
+int cmd_train_parallel(const TrainArgs& a, const std::shared_ptr<const gl::Dataset>& train, const gl::Dataset& test) {
+    gl::dist::ParallelFitOptions o;
+    o.fit.epochs = a.epochs;
+    o.fit.batch_size = a.batch_size;
+    o.fit.lr = a.lr;
+    o.fit.optimizer = a.optimizer;
+    o.fit.seed = a.seed;
+    o.parallel = a.parallel;
+    const auto make_model = [&] {
+        gl::Rng rng(a.seed);
+        return std::shared_ptr<gl::nn::Module>(gl::nn::make_simple_net(rng, train->example_shape().back()));
+    };
+    const auto report = [&](gl::dist::Communicator& comm) {
+        if (comm.rank() == 0)
+            fmt::print("parallel: {} over {} workers ({} backend); global batch {}\n", a.parallel, comm.size(),
+                       comm.backend(), a.batch_size);
+        gl::dist::fit_parallel(comm, make_model, train, &test, o,
+                               [&](const gl::training::EpochReport& e) { print_epoch(e, a.epochs); });
+        if (comm.rank() == 0)
+            fmt::print("rank 0 sent {:.1f} MB and received {:.1f} MB in {} messages\n", comm.stats().bytes_sent * 1e-6,
+                       comm.stats().bytes_received * 1e-6, comm.stats().messages_sent);
+    };
+    if (a.backend == "threads") {
+        gl::dist::run_threads(a.workers, report, 300.0);
+    } else if (a.backend == "mpi") {
+        auto& comm = gl::dist::MpiCommunicator::world();
+        comm.set_timeout_s(300.0);
+        report(comm);
+    } else {
+        throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
+                        (gl::dist::nccl_available() ? "use --backend threads or mpi"
+                                                    : "this build has no NCCL either; use --backend threads or mpi"));
+    }
+    return 0;
+}
+
+int cmd_train(TrainArgs a) {
+    if (a.backend.empty()) a.backend = gl::dist::launched_by_mpirun() ? "mpi" : "threads";
     if (!a.gemm.empty()) gl::kernels::set_default_gemm(a.gemm);
     if (a.threads > 0) gl::set_num_threads(a.threads);
     const std::string dir = a.data.empty() ? gl::default_fashion_mnist_dir().string() : a.data;
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
     if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
     const gl::MnistDataset test(dir, gl::MnistSplit::Test);
+    if (a.workers > 1 || a.backend != "threads") {
+        if (a.backend != "mpi" || gl::dist::MpiCommunicator::world().rank() == 0)
+            fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
+        return cmd_train_parallel(a, train, test);
+    }
     // The allocators come after the datasets (which are not counted) and before the model
     // and optimizer (which must come from them to be counted).
     gl::memory::CachingAllocator cache;
@@ -142,13 +201,7 @@ int cmd_train(const TrainArgs& a) {
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
-            fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
-                       e.epoch, a.epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
-                       e.samples_per_second);
-            if (low != gl::DType::Float32)
-                fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);
-            fmt::print("\n");
-            std::fflush(stdout);
+            print_epoch(e, a.epochs, low != gl::DType::Float32);
             bar = ProgressBar(++epoch, a.epochs);
             tracker.reset_peaks();  // leave the evaluation out of the next step's peaks
         },
@@ -210,7 +263,7 @@ int main(int argc, char** argv) {
     TrainArgs t;
     auto* train = app.add_subcommand("train", "train SimpleNet (784-128-10) on an MNIST-format dataset");
     train->add_option("--epochs", t.epochs, "passes over the training set")->check(CLI::Range(1, 1000));
-    train->add_option("--batch-size", t.batch_size, "examples per step")->check(CLI::Range(1, 1 << 20));
+    train->add_option("--batch-size", t.batch_size, "examples per step (with several workers: over all of them)")->check(CLI::Range(1, 1 << 20));
     train->add_option("--lr", t.lr, "learning rate")->check(CLI::PositiveNumber);
     train->add_option("--optimizer", t.optimizer, "sgd (momentum 0.9) or adam")->check(CLI::IsMember({"sgd", "adam"}));
     train->add_option("--seed", t.seed, "seed for initialisation and shuffling");
@@ -228,6 +281,12 @@ int main(int argc, char** argv) {
     train->add_flag("--no-loss-scaling", t.no_loss_scaling, "mixed precision without dynamic loss scaling");
     train->add_flag("--no-master-weights", t.no_master_weights,
                     "mixed precision with weights kept in 16 bits (no FP32 master copy)");
+    train->add_option("--workers", t.workers, "data-parallel workers (threads; under mpirun: the processes)")
+        ->check(CLI::Range(1, 1024));
+    train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers) or ddp (all-reduce)")
+        ->check(CLI::IsMember({"dp", "ddp"}));
+    train->add_option("--backend", t.backend, "threads, mpi or nccl (default: mpi under mpirun, else threads)")
+        ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
 
     bool quick = false;
     std::string out_dir = "results";

@@ -2,6 +2,8 @@
 # The checks that need a GPU, as one prepared run (claims GPU-1, GPU-2):
 #   1. build gradlab for this machine's GPU (sm_90 on an H100/H200);
 #   2. run every CUDA test, on the device as well as on the CPU runtime;
+#   2b. run the NCCL backend's tests (every all-reduce algorithm and ncclAllReduce, one rank
+#      per GPU) when the build has NCCL;
 #   3. check the CUDA SGEMM family against a double-precision loop, then time it against
 #      cublasSgemm at n = 1024, 2048, 4096, 8192, and write a Markdown table
 #      (GFLOP/s, % of cuBLAS, GPU name, date) and the JSON it came from;
@@ -54,6 +56,14 @@ if meson setup "$build" "$root" --buildtype=release -Dwith_cuda=enabled -Dgpu_ar
         [ "$tests_rc" -eq 0 ] || { say "CUDA tests FAILED (see cuda_tests.log)"; status=1; }
         [ "$skipped" -eq 0 ] || say "$skipped tests skipped (see cuda_tests.log for why)"
         bench="$build/bench/cuda_gemm_gpu_bench"
+        # 2b. The NCCL backend, when this build has it.
+        if ninja -C "$build" -j"$jobs" tests/dist_nccl_tests >>"$out/build.log" 2>&1; then
+            "$build/tests/dist_nccl_tests" >"$out/nccl_tests.log" 2>&1 ||
+                { say "NCCL tests FAILED (see nccl_tests.log)"; status=1; }
+            say "NCCL: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/nccl_tests.log" | tr '\n' ' ')"
+        else
+            say "NCCL tests not built (no NCCL found at configure time; see build.log)"
+        fi
     else
         say "the full build failed (see build.log)"
         status=1
