@@ -29,7 +29,8 @@ The rubric is labs/NN-name/rubric.json:
                 "timeout_s": 60}, ...]}
 
 `name` is a GoogleTest filter; `test_target` is the test executable the build puts at
-tests/<test_target>. Grading never writes into the repository.
+tests/<test_target>. An item with `"exclusive": true` (a timed one) runs after the others,
+alone, so that its timing does not depend on what else the grader runs beside it. Grading never writes into the repository.
 
 Exit status: 0 graded (whatever the score); 2 bad arguments or a broken rubric; 3 the
 build could not be set up (a problem of the grading setup, not of the submission).
@@ -104,6 +105,7 @@ class Item:
     points: float
     title: str
     timeout_s: float
+    exclusive: bool = False  # a timed item: runs alone, so no other item steals its cores
 
 
 @dataclass
@@ -185,13 +187,16 @@ def load_rubric(lab: Lab) -> Rubric:
         at = f"{where}: items[{i}]"
         if not isinstance(raw, dict):
             raise UsageError(f"{at}: expected an object")
-        check_keys(raw, {"name", "points", "title", "timeout_s"}, {"name", "points", "title"}, at)
+        check_keys(raw, {"name", "points", "title", "timeout_s", "exclusive"}, {"name", "points", "title"}, at)
         name = nonempty_string(raw["name"], f"{at}: name")
         if re.search(r"\s", name):
             raise UsageError(f"{at}: name {name!r} (a GoogleTest filter) has white space")
         item = Item(name, positive_number(raw["points"], f"{at}: points"),
                     nonempty_string(raw["title"], f"{at}: title"),
                     positive_number(raw.get("timeout_s", default_timeout), f"{at}: timeout_s"))
+        item.exclusive = raw.get("exclusive", False)
+        if not isinstance(item.exclusive, bool):
+            raise UsageError(f"{at}: exclusive must be true or false")
         if any(other.title == item.title for other in items):
             raise UsageError(f"{at}: title {item.title!r} appears twice")
         items.append(item)
@@ -696,7 +701,9 @@ def grade(args: argparse.Namespace) -> int:
 
 def run_items(binary: Path, lab: Lab, rubric: Rubric, work: Path,
               args: argparse.Namespace) -> list[Outcome]:
-    """Runs the rubric items, --jobs at a time, and returns their outcomes in rubric order."""
+    """Runs the rubric items, --jobs at a time, and returns their outcomes in rubric order.
+    Exclusive (timed) items run afterwards, one at a time with nothing beside them: a
+    performance grade must not depend on what else the grader happened to run."""
     def one(index: int, item: Item) -> Outcome:
         timeout = args.timeout if args.timeout else item.timeout_s
         outcome = run_item(binary, item, timeout, rubric.memory_limit_mb,
@@ -707,8 +714,15 @@ def run_items(binary: Path, lab: Lab, rubric: Rubric, work: Path,
 
     print_lock = threading.Lock()
     print(f"running {len(rubric.items)} rubric items, {args.jobs} at a time ...", flush=True)
+    shared = [i for i, item in enumerate(rubric.items) if not item.exclusive]
+    alone = [i for i, item in enumerate(rubric.items) if item.exclusive]
+    outcomes: dict[int, Outcome] = {}
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        return list(pool.map(one, range(len(rubric.items)), rubric.items))
+        for i, outcome in zip(shared, pool.map(one, shared, [rubric.items[i] for i in shared])):
+            outcomes[i] = outcome
+    for i in alone:
+        outcomes[i] = one(i, rubric.items[i])
+    return [outcomes[i] for i in range(len(rubric.items))]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
