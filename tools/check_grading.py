@@ -12,7 +12,9 @@ Grades three submissions with tools/grade.py and checks each result:
   (c) hang       for labs with a hang case (lab 01: the reference with the body of its
                  "matmul backward" region replaced by an infinite loop): the grader still
                  finishes, the items whose test names contain "Matmul" score 0 with a
-                 "timed out" message, and an unrelated item (relu) keeps its points. The
+                 "timed out" message, and an unrelated item (relu) keeps its points. Lab
+                 03's case is a CUDA kernel that never ends (its tiled kernel): the items
+                 of the tiled kernel time out, the coalesced kernel's keep their points. The
                  time limit for this case is a few times the slowest reference item, so it
                  costs seconds, not the rubric's minutes. Lab 08: the "ring reduce-scatter"
                  region replaced by a ring in which every rank sends before it receives:
@@ -72,6 +74,7 @@ class HangCase:
 
 HANG_CASES = {
     "01": HangCase(region="matmul backward", hanging="Matmul", unrelated="Relu"),
+    "03": HangCase(region="shared-memory tiled kernel", hanging="Tiled", unrelated="Coalesced"),
     "08": HangCase(region="ring reduce-scatter", hanging="Ring", unrelated="Sampler", body=DEADLOCKED_RING,
                    says="deadlock"),
 }
@@ -251,7 +254,7 @@ def git_status() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Check that tools/grade.py gives the untouched handout 0, the reference "
-                    "full marks, and survives an endless loop (lab 01), without touching the "
+                    "full marks, and survives an endless loop (labs 01 and 03), without touching the "
                     "repository.",
         epilog="Exit status: 0 all checks pass; 1 a check failed; 2 bad arguments.")
     parser.add_argument("--lab", required=True, help="lab number, e.g. 01")

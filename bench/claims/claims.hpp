@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -14,6 +16,8 @@ namespace gl::claims {
 
 enum class Verdict { Reproduced, NotReproduced, NeedsGpu, NotRun };
 std::string to_string(Verdict v);
+// A number with a fixed count of digits after the point, for the "measured" texts.
+std::string fixed(double value, int digits);
 
 struct Context {
     bool quick = false;            // keep the whole report within a few minutes on 2 cores
@@ -40,9 +44,20 @@ struct Claim {
     std::function<Result(const Context&)> run;
 };
 
+
 // The claims of each lab (one function per file), and all of them in order.
 std::vector<Claim> lab01_claims();
+std::vector<Claim> lab02_claims();
+std::vector<Claim> lab03_claims();
+std::vector<Claim> lab04_claims();
+std::vector<Claim> lab05_claims();
+std::vector<Claim> lab07_claims();
 std::vector<Claim> lab08_claims();
+
+// Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.
+double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds);
+// The 1-minute load average (how busy the machine was), or -1.
+double load_average();
 std::vector<Claim> all_claims();
 
 // Runs the selected claims (all when `only` is empty); an experiment that throws gets

@@ -13,12 +13,6 @@
 namespace gl::claims {
 namespace {
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
 Result fw1(const Context&) {
     Result r;
     int passed = 0;

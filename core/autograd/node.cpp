@@ -1,6 +1,7 @@
 #include "autograd/node.hpp"
 
 #include "autograd/grad_mode.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -15,6 +16,7 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
               "; a backward function returned the wrong shape");
     if (!leaf->grad) {
         // Own the gradient: the incoming tensor may be shared with other nodes.
+        memory::MemoryCategoryScope gradient_bytes(memory::MemoryCategory::Gradient);
         leaf->grad = grad_output.clone().impl_ptr();
     } else {
         add_(Tensor(leaf->grad), grad_output);
@@ -48,6 +50,11 @@ void record(Tensor& output, std::shared_ptr<Node> node, const std::vector<Tensor
     node->next.clear();
     for (const auto& t : inputs) node->next.push_back(gradient_edge(t));
     output.impl().grad_fn = std::move(node);
+}
+
+Tensor save_for_backward(const Tensor& t) {
+    memory::tag_memory_if(t, memory::MemoryCategory::Temporary, memory::MemoryCategory::SavedActivation);
+    return t.detach();
 }
 
 }  // namespace gl

@@ -53,4 +53,9 @@ bool should_record(const std::vector<Tensor>& inputs);
 /// Makes @p node the grad_fn of @p output, with one edge per entry of @p inputs.
 void record(Tensor& output, std::shared_ptr<Node> node, const std::vector<Tensor>& inputs);
 
+/// What a node keeps of @p t for its backward: a detached handle to the same bytes.
+/// When memory is tracked, bytes that were temporaries are counted as saved activations
+/// from now until they are freed (a saved weight stays a parameter).
+Tensor save_for_backward(const Tensor& t);
+
 }  // namespace gl

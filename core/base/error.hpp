@@ -7,6 +7,9 @@
 
 #include <stdexcept>
 #include <string>
+#if defined(__CUDACC__)
+#include <cstdio>
+#endif
 
 namespace gl {
 
@@ -25,6 +28,25 @@ public:
     NotImplemented(const std::string& lab, const std::string& what)
         : Error("lab " + lab + ": not implemented: " + what) {}
 };
+
+/// What a lab handout puts where the student's CUDA code goes (tools/handout.py), since a
+/// kernel compiled for a GPU cannot throw: on the host, and in kernels on the CPU runtime,
+/// it throws NotImplemented(@p lab, @p what); in a kernel on a GPU it prints the same
+/// message and stops the kernel with a trap, so the launch fails.
+#if defined(__CUDACC__)
+__host__ __device__ inline void not_implemented(const char* lab, const char* what) {
+#if defined(__CUDA_ARCH__)
+    printf("lab %s: not implemented: %s\n", lab, what);
+    __trap();
+#else
+    throw NotImplemented(lab, what);
+#endif
+}
+#else
+[[noreturn]] inline void not_implemented(const char* lab, const char* what) {
+    throw NotImplemented(lab, what);
+}
+#endif
 
 /// Throws gl::Error with @p message when @p condition is false.
 inline void check(bool condition, const std::string& message) {

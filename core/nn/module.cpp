@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "memory/tracking_allocator.hpp"
 #include "ops/ops.hpp"
 
 namespace gl::nn {
@@ -32,6 +33,7 @@ void Module::train(bool on) {
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
     value.set_requires_grad(true);
+    memory::tag_memory(value, memory::MemoryCategory::Parameter);
     params_.emplace_back(name, value);
     return value;
 }
@@ -63,7 +65,8 @@ Tensor Linear::forward(const Tensor& x) {
               "): expected input [batch, " + std::to_string(weight.shape()[1]) + "], got " +
               shape_str(x.shape()));
     const Tensor y = matmul(x, t(weight));  // [B, in] x [in, out]: W^T is a view, not a copy
-    return bias.defined() ? y + bias : y;
+    // With 16-bit working weights (mixed precision) the bias is widened to y's type.
+    return bias.defined() ? y + cast(bias, y.dtype()) : y;
 }
 
 std::string Linear::describe() const {

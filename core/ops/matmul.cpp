@@ -4,8 +4,11 @@
 //   dL/dA = dL/dC B^T   ([M, N] x [N, K])
 //   dL/dB = A^T dL/dC   ([K, M] x [M, N])
 // so a training step spends three GEMMs per linear layer.
+#include "amp/autocast.hpp"
 #include "autograd/node.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_lowp.hpp"
+#include "numerics/convert.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -35,7 +38,13 @@ struct MatmulBackward final : Node {
         // Gradients of C = A B. Skip an input whose gradient nobody needs (next[i] is null):
         // for the first layer of a network that saves a whole GEMM.
         Tensor grad_a = next[0] ? matmul(g, t(b)) : Tensor();
-        Tensor grad_b = next[1] ? matmul(t(a), g) : Tensor();
+        Tensor grad_b;
+        if (next[1]) {
+            // b is often a transposed view (Linear's t(weight)): compute its gradient in the
+            // layout of the weight itself, (A^T G)^T = G^T A, so no transposing copy follows.
+            const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] != 1;
+            grad_b = b_transposed ? t(matmul(t(g), a)) : matmul(t(a), g);
+        }
         return {grad_a, grad_b};
         // LAB 01 END
     }
@@ -58,9 +67,37 @@ void run_gemm(const Operand& A, const Operand& B, const Tensor& out) {
     kernels::gemm(args);
 }
 
+// float16/bfloat16 operands: the low-precision GEMM accumulates in FP32, and the result
+// is rounded to the operands' type once, when it is stored.
+void run_lowp_gemm(const Operand& A, const Operand& B, const Tensor& out) {
+    kernels::LowpGemmArgs args;
+    args.dtype = out.dtype();
+    args.trans_a = A.transposed;
+    args.trans_b = B.transposed;
+    args.M = out.shape()[0];
+    args.N = out.shape()[1];
+    args.K = A.storage.shape()[1];
+    args.A = static_cast<const std::uint16_t*>(A.storage.raw_data());
+    args.lda = std::max<std::int64_t>(A.ld, 1);
+    args.B = static_cast<const std::uint16_t*>(B.storage.raw_data());
+    args.ldb = std::max<std::int64_t>(B.ld, 1);
+    Tensor acc = empty(out.shape(), DType::Float32);
+    args.C = acc.data<float>();
+    args.ldc = std::max<std::int64_t>(args.N, 1);
+    kernels::lowp_gemm(args);
+    numerics::from_float(out.dtype(), acc.data<float>(), out.raw_data(), static_cast<std::size_t>(out.numel()));
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+    // Autocast (amp/autocast.hpp): a float32 operand means this is the model's forward;
+    // run the product in the autocast type and hand float32 on to the next op.
+    const auto low = amp::autocast_dtype();
+    if (low && (a.dtype() == DType::Float32 || b.dtype() == DType::Float32)) {
+        const amp::AutocastGuard off(std::nullopt);
+        return cast(matmul(cast(a, *low), cast(b, *low)), DType::Float32);
+    }
     check(a.dim() == 2 && b.dim() == 2, "matmul: both operands must be 2-d, got shapes " +
                                             shape_str(a.shape()) + " and " + shape_str(b.shape()));
     check(a.shape()[1] == b.shape()[0],
@@ -71,11 +108,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Tensor out = empty({a.shape()[0], b.shape()[1]}, a.dtype());
     const Operand A = as_gemm_operand(a);
     const Operand B = as_gemm_operand(b);
-    dispatch_floating(a.dtype(), "matmul", [&]<class T>() { run_gemm<T>(A, B, out); });
+    if (numerics::is_16bit_float(a.dtype()))
+        run_lowp_gemm(A, B, out);
+    else
+        dispatch_floating(a.dtype(), "matmul", [&]<class T>() { run_gemm<T>(A, B, out); });
     if (should_record({a, b})) {
         auto node = std::make_shared<MatmulBackward>();
-        node->a = a.detach();
-        node->b = b.detach();
+        node->a = save_for_backward(a);
+        node->b = save_for_backward(b);
         record(out, node, {a, b});
     }
     return out;

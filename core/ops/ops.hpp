@@ -6,6 +6,7 @@
 /// kernels/; the graph bookkeeping is in autograd/.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "tensor/tensor.hpp"
@@ -30,9 +31,23 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 /// @p other must have self's shape.
 void add_(const Tensor& self, const Tensor& other, double alpha = 1.0);
 
+// ---- Casts between floating types (cast.cpp) ----
+/// @p a converted to @p dtype (any of float64, float32, float16, bfloat16), recorded for
+/// autograd: the backward casts the gradient back to @p a's type. Returns @p a itself
+/// when it already has @p dtype.
+Tensor cast(const Tensor& a, DType dtype);
+/// Observes each gradient that the backward of cast() narrows to a smaller type: called
+/// with the gradient before and after narrowing.
+using GradientCastObserver = std::function<void(const Tensor& wide, const Tensor& narrow)>;
+/// Installs @p observer for this thread (an empty one removes it); returns the previous one.
+GradientCastObserver set_gradient_cast_observer(GradientCastObserver observer);
+
 // ---- Linear algebra (matmul.cpp) ----
 /// The matrix product of two 2-d tensors [M, K] x [K, N] -> [M, N], through the
 /// default GEMM kernel. Transposed views are passed to the kernel without copying.
+/// float16/bfloat16 operands go to the low-precision GEMM (FP32 accumulation, the result
+/// rounded once to the operands' type). Under autocast (amp/autocast.hpp) a float32
+/// operand is cast to the autocast type first and the result cast back to float32.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- Reductions (reduce.cpp) ----

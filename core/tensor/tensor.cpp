@@ -1,11 +1,15 @@
 #include "tensor/tensor.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
 #include "autograd/engine.hpp"
 #include "autograd/grad_mode.hpp"
 #include "base/rng.hpp"
+#include "numerics/convert.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -67,10 +71,21 @@ double load_as_double(const void* base, DType dtype, std::int64_t offset) {
         case DType::Float64: return static_cast<const double*>(base)[offset];
         case DType::Int8: return static_cast<const std::int8_t*>(base)[offset];
         case DType::Int32: return static_cast<const std::int32_t*>(base)[offset];
-        default:
-            throw Error("reading " + name_of(dtype) + " elements as numbers needs the numerics "
-                        "conversions; convert with to_dtype first");
+        case DType::Float16: return half_bits_to_float(static_cast<const std::uint16_t*>(base)[offset]);
+        case DType::BFloat16: return bfloat16_bits_to_float(static_cast<const std::uint16_t*>(base)[offset]);
     }
+    return 0.0;
+}
+
+// double -> float rounding toward zero and then setting the lowest bit when inexact
+// ("round to odd"). Rounding that float to half or bfloat16 (at least 2 bits shorter)
+// then gives the correctly rounded result; plain double -> float -> half would round
+// twice and could turn a value just above a tie into an exact tie.
+float to_float_round_to_odd(double v) {
+    float f = static_cast<float>(v);
+    if (std::isnan(v) || static_cast<double>(f) == v) return f;
+    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
 }
 
 void store_from_double(void* base, DType dtype, std::int64_t offset, double v) {
@@ -79,9 +94,26 @@ void store_from_double(void* base, DType dtype, std::int64_t offset, double v) {
         case DType::Float64: static_cast<double*>(base)[offset] = v; break;
         case DType::Int8: static_cast<std::int8_t*>(base)[offset] = static_cast<std::int8_t>(v); break;
         case DType::Int32: static_cast<std::int32_t*>(base)[offset] = static_cast<std::int32_t>(v); break;
-        default:
-            throw Error("writing " + name_of(dtype) + " elements needs the numerics conversions");
+        case DType::Float16:
+            static_cast<std::uint16_t*>(base)[offset] = float_to_half_bits(to_float_round_to_odd(v));
+            break;
+        case DType::BFloat16:
+            static_cast<std::uint16_t*>(base)[offset] = float_to_bfloat16_bits(to_float_round_to_odd(v));
+            break;
     }
+}
+
+// out[i, j] = src[i * s0 + j * s1] for a [rows, cols] view, in 32 x 32 tiles so that a
+// transposed view is read and written a cache line at a time, not a float at a time.
+void copy_2d_float(const float* src, std::int64_t s0, std::int64_t s1, float* out, std::int64_t rows,
+                   std::int64_t cols) {
+    constexpr std::int64_t kTile = 32;
+    for (std::int64_t i0 = 0; i0 < rows; i0 += kTile)
+        for (std::int64_t j0 = 0; j0 < cols; j0 += kTile) {
+            const std::int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+            for (std::int64_t i = i0; i < i1; ++i)
+                for (std::int64_t j = j0; j < j1; ++j) out[i * cols + j] = src[i * s0 + j * s1];
+        }
 }
 
 }  // namespace
@@ -145,6 +177,18 @@ void Tensor::set_grad(const Tensor& g) { impl().grad = g.defined() ? g.impl_ptr(
 
 void Tensor::backward(const Tensor& gradient) const { run_backward(*this, gradient); }
 
+void Tensor::set_data(const Tensor& value) {
+    check(value.shape() == shape(), "set_data: the new data has shape " + shape_str(value.shape()) +
+                                        ", the tensor " + shape_str(shape()));
+    check(is_leaf(), "set_data: only leaf tensors (parameters) can have their data replaced");
+    TensorImpl& self = impl();
+    self.storage = value.impl().storage;
+    self.offset = value.impl().offset;
+    self.strides = value.impl().strides;
+    self.dtype = value.impl().dtype;
+    self.grad = nullptr;
+}
+
 Tensor Tensor::detach() const {
     auto out = std::make_shared<TensorImpl>();
     out->storage = impl().storage;
@@ -164,6 +208,11 @@ Tensor Tensor::clone() const {
     }
     const auto* src = static_cast<const char*>(raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
+    if (dim() == 2 && dtype() == DType::Float32) {  // e.g. a transposed gradient: tile by tile
+        copy_2d_float(static_cast<const float*>(raw_data()), strides()[0], strides()[1],
+                      static_cast<float*>(out.raw_data()), shape()[0], shape()[1]);
+        return out;
+    }
     for_each_offset(*this, [&](std::int64_t i, std::int64_t off) {
         std::memcpy(dst + i * static_cast<std::int64_t>(elem), src + off * static_cast<std::int64_t>(elem), elem);
     });
@@ -180,11 +229,8 @@ std::string Tensor::str() const {
     std::ostringstream os;
     os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << name_of(dtype()) << ", [";
     const std::int64_t shown = std::min<std::int64_t>(numel(), 8);
-    if (dtype() != DType::Float16 && dtype() != DType::BFloat16) {
-        const Tensor c = clone();
-        for (std::int64_t i = 0; i < shown; ++i)
-            os << (i ? ", " : "") << load_as_double(c.raw_data(), dtype(), i);
-    }
+    const Tensor c = clone();
+    for (std::int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << load_as_double(c.raw_data(), dtype(), i);
     os << (numel() > shown ? ", ...])" : "])");
     return os.str();
 }
@@ -233,6 +279,17 @@ Tensor rand_uniform(const Shape& shape, double lo, double hi, Rng& rng, DType dt
 
 Tensor to_dtype(const Tensor& t, DType dtype) {
     Tensor out = empty(t.shape(), dtype);
+    // float32 <-> float16/bfloat16 on contiguous data: the bulk conversions (F16C where
+    // the CPU has it), bit-identical to the element-by-element code below.
+    const auto n = static_cast<std::size_t>(t.numel());
+    if (t.is_contiguous() && t.dtype() == DType::Float32 && numerics::is_16bit_float(dtype)) {
+        numerics::from_float(dtype, t.data<float>(), out.raw_data(), n);
+        return out;
+    }
+    if (t.is_contiguous() && numerics::is_16bit_float(t.dtype()) && dtype == DType::Float32) {
+        numerics::to_float(t.dtype(), t.raw_data(), out.data<float>(), n);
+        return out;
+    }
     const void* src = t.raw_data();
     void* dst = out.raw_data();
     for_each_offset(t, [&](std::int64_t i, std::int64_t off) {

@@ -119,6 +119,12 @@ public:
     /// This tensor if contiguous, otherwise a contiguous copy (differentiable).
     Tensor contiguous() const;
 
+    /// Replaces this tensor's data (storage, layout, dtype) with @p value's, keeping its
+    /// identity: every handle, requires_grad and grad hooks stay, and the gradient is
+    /// cleared (like torch's `param.data = value`). Used to turn a model's parameters into
+    /// low-precision working copies. Outside autograd; the shapes must match.
+    void set_data(const Tensor& value);
+
     /// The implementation (for ops and autograd; users need not touch it).
     TensorImpl& impl() const;
     /// The shared implementation pointer.

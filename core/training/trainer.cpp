@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "amp/autocast.hpp"
+#include "amp/master_weights.hpp"
 #include "autograd/grad_mode.hpp"
 #include "ops/ops.hpp"
 
@@ -26,8 +28,16 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::v
     throw Error("unknown optimizer '" + name + "'; use sgd or adam");
 }
 
+DType parse_precision(const std::string& name) {
+    if (name == "fp32") return DType::Float32;
+    if (name == "fp16") return DType::Float16;
+    if (name == "bf16") return DType::BFloat16;
+    throw Error("unknown precision '" + name + "'; use fp32, fp16 or bf16");
+}
+
 EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size) {
     NoGradGuard no_grad;
+    const amp::AutocastGuard autocast(amp::low_precision_dtype(model.parameters()));
     model.train(false);
     EvalResult r;
     double loss_sum = 0.0;
@@ -50,8 +60,18 @@ EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_si
     return r;
 }
 
-EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
-                        int epoch, const ProgressFn& progress) {
+namespace {
+
+/// What one training step hands back for the epoch's bookkeeping.
+struct StepResult {
+    Tensor logits;
+    Tensor loss;
+};
+
+// Runs `step` on every batch of an epoch and keeps the books: time, mean loss, accuracy,
+// throughput, progress. The two training loops below differ only in their step.
+template <class Step>
+EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& progress, Step&& step) {
     using clock = std::chrono::steady_clock;
     EpochReport report;
     report.epoch = epoch;
@@ -61,14 +81,10 @@ EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const Da
     std::int64_t seen = 0, correct = 0;
     double loss_sum = 0.0;
     for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
-        optimizer.zero_grad();                                    // 0. clear old gradients
-        const Tensor logits = model(batch.inputs);                // 1. forward
-        const Tensor loss = cross_entropy(logits, batch.targets); // 2. loss
-        loss.backward();                                          // 3. backward
-        optimizer.step();                                         // 4. update
+        const StepResult r = step(batch, done);
         const auto n = batch.targets.numel();
-        loss_sum += loss.item() * static_cast<double>(n);
-        correct += count_correct(logits, batch.targets);
+        loss_sum += r.loss.item() * static_cast<double>(n);
+        correct += count_correct(r.logits, batch.targets);
         seen += n;
         ++done;
         if (progress) progress(done, total, loss_sum / static_cast<double>(seen));
@@ -82,6 +98,48 @@ EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const Da
     return report;
 }
 
+// The mixed-precision version of the four steps: forward under autocast, loss in FP32,
+// backward from the scaled loss, then the master-weight update (which unscales, skips on
+// inf/NaN, steps the FP32 masters and refreshes the 16-bit working copies).
+EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, amp::MasterWeights& master,
+                              amp::DynamicLossScaler& scaler, const DataLoader& loader, int epoch,
+                              const ProgressFn& progress, const StepFn& on_step) {
+    const amp::AutocastGuard autocast(master.working_dtype());
+    master.collect_stats(master.stats_wanted());
+    std::int64_t skipped = 0;
+    EpochReport report = run_epoch(loader, epoch, progress, [&](const Batch& batch, std::size_t index) {
+        master.zero_grad();
+        const Tensor logits = model(batch.inputs);                   // 1. forward, matmuls 16-bit
+        const Tensor loss = cross_entropy(logits, batch.targets);    // 2. loss, FP32
+        const double scale = scaler.scale_value();
+        scaler.scale(loss).backward();                               // 3. backward, scaled
+        const bool stepped = master.step(optimizer, scaler);         // 4. update the masters
+        scaler.update(!stepped);
+        skipped += !stepped;
+        if (on_step) on_step({index, stepped, scale, scaler.scale_value()});
+        return StepResult{logits, loss};
+    });
+    report.skipped_steps = skipped;
+    report.loss_scale = scaler.scale_value();
+    report.updates = master.stats().updated;
+    report.vanished_updates = master.stats().vanished;
+    return report;
+}
+
+}  // namespace
+
+EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
+                        int epoch, const ProgressFn& progress) {
+    return run_epoch(loader, epoch, progress, [&](const Batch& batch, std::size_t) {
+        optimizer.zero_grad();                                    // 0. clear old gradients
+        const Tensor logits = model(batch.inputs);                // 1. forward
+        const Tensor loss = cross_entropy(logits, batch.targets); // 2. loss
+        loss.backward();                                          // 3. backward
+        optimizer.step();                                         // 4. update
+        return StepResult{logits, loss};
+    });
+}
+
 std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Dataset>& train,
                              const Dataset* test, const FitOptions& options, const EpochFn& on_epoch,
                              const ProgressFn& progress) {
@@ -91,10 +149,23 @@ std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Data
     lo.shuffle = true;
     lo.seed = options.seed;
     const DataLoader loader(train, lo);
-    auto optimizer = make_optimizer(options.optimizer, model.parameters(), options.lr);
+    const PrecisionOptions& precision = options.precision;
+    std::unique_ptr<amp::MasterWeights> master;
+    std::unique_ptr<optim::Optimizer> optimizer;
+    amp::LossScalerOptions scaler_options = precision.scaler;
+    scaler_options.enabled = precision.loss_scaling;
+    amp::DynamicLossScaler scaler(scaler_options);
+    if (precision.dtype == DType::Float32) {
+        optimizer = make_optimizer(options.optimizer, model.parameters(), options.lr);
+    } else {
+        master = std::make_unique<amp::MasterWeights>(model.parameters(), precision.dtype, precision.master_weights);
+        master->collect_stats(precision.count_vanished_updates);
+        optimizer = make_optimizer(options.optimizer, master->masters(), options.lr);
+    }
     std::vector<EpochReport> reports;
     for (int e = 1; e <= options.epochs; ++e) {
-        EpochReport r = train_epoch(model, *optimizer, loader, e, progress);
+        EpochReport r = master ? train_epoch_mixed(model, *optimizer, *master, scaler, loader, e, progress, options.on_step)
+                               : train_epoch(model, *optimizer, loader, e, progress);
         if (test) r.test = evaluate(model, *test);
         if (on_epoch) on_epoch(r);
         reports.push_back(r);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/loss_scaler.hpp"
 #include "data/dataloader.hpp"
 #include "nn/module.hpp"
 #include "optim/optimizer.hpp"
@@ -32,7 +33,35 @@ struct EpochReport {
     EvalResult test;                ///< evaluation after the epoch (empty without a test set)
     double seconds = 0.0;           ///< wall time of the training part of the epoch
     double samples_per_second = 0.0;  ///< training throughput
+    std::int64_t skipped_steps = 0;   ///< mixed precision: steps skipped for inf/NaN gradients
+    double loss_scale = 1.0;          ///< mixed precision: the loss scale at the end of the epoch
+    std::int64_t updates = 0;         ///< counted updates: weight elements with a nonzero gradient
+    std::int64_t vanished_updates = 0;  ///< of those, weights that did not change (see amp::UpdateStats)
 };
+
+/// Mixed-precision settings (claims FP-2 .. FP-4): which type the matmuls and the
+/// working weights use, and whether loss scaling and FP32 master weights are on.
+struct PrecisionOptions {
+    DType dtype = DType::Float32;   ///< Float32 (plain training), Float16 or BFloat16
+    bool loss_scaling = true;       ///< 16-bit: dynamic loss scaling (GradScaler)
+    bool master_weights = true;     ///< 16-bit: FP32 master weights (else weights stay 16-bit)
+    amp::LossScalerOptions scaler;  ///< the scaler's settings (enabled follows loss_scaling)
+    bool count_vanished_updates = false;  ///< fill EpochReport::updates / vanished_updates (slower)
+};
+
+/// "fp32", "fp16" or "bf16" as a DType; throws gl::Error for anything else.
+DType parse_precision(const std::string& name);
+
+/// After each training step: the step number in the epoch, whether the optimizer
+/// stepped, and the loss scale used for that step.
+struct StepInfo {
+    std::size_t batch = 0;     ///< 0-based batch index in the epoch
+    bool stepped = true;       ///< false when mixed precision skipped the step
+    double loss_scale = 1.0;   ///< the scale the loss was multiplied by
+    double next_loss_scale = 1.0;  ///< the scale the next step will use
+};
+/// Called after every mixed-precision training step (fit() with 16-bit precision).
+using StepFn = std::function<void(const StepInfo&)>;
 
 /// Progress of an epoch: batches done, batches in all, running mean loss.
 using ProgressFn = std::function<void(std::size_t done, std::size_t total, double running_loss)>;
@@ -41,7 +70,8 @@ using ProgressFn = std::function<void(std::size_t done, std::size_t total, doubl
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params,
                                                  double lr);
 
-/// Mean loss and accuracy of @p model on @p data, without recording gradients.
+/// Mean loss and accuracy of @p model on @p data, without recording gradients. A model
+/// with 16-bit working weights is evaluated under autocast to their type.
 EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size = 1000);
 
 /// One epoch of the four-step loop over @p loader: forward, loss, backward, update.
@@ -55,13 +85,16 @@ struct FitOptions {
     double lr = 1e-3;                 ///< learning rate
     std::string optimizer = "adam";   ///< "adam" or "sgd"
     std::uint64_t seed = 0;           ///< shuffling seed (the model has its own)
+    PrecisionOptions precision;       ///< FP32, or mixed precision with FP16/BF16
+    StepFn on_step;                   ///< optional, called after every step
 };
 
 /// Called after each epoch with its report.
 using EpochFn = std::function<void(const EpochReport&)>;
 
 /// Trains @p model for options.epochs epochs on @p train (shuffled), evaluating on
-/// @p test (may be null) after each epoch.
+/// @p test (may be null) after each epoch. With 16-bit options.precision the model's
+/// parameters become 16-bit working copies (amp::MasterWeights) and stay so afterwards.
 std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Dataset>& train,
                              const Dataset* test, const FitOptions& options,
                              const EpochFn& on_epoch = nullptr, const ProgressFn& progress = nullptr);

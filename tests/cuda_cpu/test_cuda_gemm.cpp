@@ -4,16 +4,15 @@
 // global loads by the tile factor, coalescing cuts the sectors each request touches.
 #include <gtest/gtest.h>
 
-#include <cfloat>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "base/rng.hpp"
 #include "cuda_cpu/cpu_runtime.hpp"
 #include "cuda_cpu/memory_counters.hpp"
 #include "device_vector.hpp"
 #include "kernels/cuda/sgemm.hpp"
+#include "sgemm_oracle.hpp"
 #if GRADLAB_HAVE_CUDA
 #include "cuda_cpu/device_status.hpp"
 #endif
@@ -24,55 +23,13 @@ using gl::cuda::cpu::Order;
 using gl::cuda::cpu::Schedule;
 using gl::test::DeviceVector;
 
-struct Shape {
-    int M, N, K;
-};
+using Shape = gl::test::GemmShape;
+using gl::test::random_matrix;
+using gl::test::reference_gemm;
+using gl::test::shape_name;
 
-std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
-    gl::Rng rng(seed);
-    std::vector<float> m(n);
-    for (float& x : m) x = static_cast<float>(rng.uniform(-1.0, 1.0));
-    return m;
-}
-
-/// The plain triple loop, accumulating in double: the oracle.
-struct Reference {
-    std::vector<double> C;      ///< A * B
-    std::vector<double> bound;  ///< sum over k of |A(i,k) * B(k,j)|, to scale the tolerance
-};
-
-Reference reference_gemm(const Shape& s, const std::vector<float>& A, const std::vector<float>& B) {
-    Reference r{std::vector<double>(std::size_t(s.M) * s.N), std::vector<double>(std::size_t(s.M) * s.N)};
-    for (int i = 0; i < s.M; ++i)
-        for (int j = 0; j < s.N; ++j) {
-            double acc = 0, bound = 0;
-            for (int k = 0; k < s.K; ++k) {
-                const double p = double(A[std::size_t(i) * s.K + k]) * double(B[std::size_t(k) * s.N + j]);
-                acc += p;
-                bound += std::fabs(p);
-            }
-            r.C[std::size_t(i) * s.N + j] = acc;
-            r.bound[std::size_t(i) * s.N + j] = bound;
-        }
-    return r;
-}
-
-/// Float accumulation of K products errs by at most about K * eps * sum |products|.
-void expect_matches(const Shape& s, const std::vector<float>& C, const Reference& ref) {
-    int bad = 0;
-    for (int i = 0; i < s.M; ++i)
-        for (int j = 0; j < s.N; ++j) {
-            const std::size_t at = std::size_t(i) * s.N + j;
-            const double tolerance = 2.0 * (s.K + 1) * FLT_EPSILON * ref.bound[at] + 1e-30;
-            if (std::fabs(C[at] - ref.C[at]) > tolerance && ++bad <= 5)
-                ADD_FAILURE() << "C(" << i << "," << j << ") = " << C[at] << ", expected "
-                              << ref.C[at] << " (tolerance " << tolerance << ")";
-        }
-    EXPECT_EQ(bad, 0) << "wrong elements of the " << s.M << "x" << s.N << " result";
-}
-
-std::string shape_name(const Shape& s) {
-    return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
+void expect_matches(const Shape& s, const std::vector<float>& C, const gl::test::ReferenceGemm& ref) {
+    EXPECT_EQ(gl::test::mismatches(s, C, ref), "");
 }
 
 const Shape kShapes[] = {{1, 1, 1}, {17, 33, 9}, {64, 64, 64}, {100, 75, 130}, {129, 7, 40}};

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "base/rng.hpp"
 #include "cuda_cpu/error.hpp"
 #include "kernels/gemm.hpp"
-#include "nn/module.hpp"
 #include "ops/ops.hpp"
+#include "sgemm_oracle.hpp"
+#include "training_step.hpp"
 #if GRADLAB_HAVE_CUDA
 #include "cuda_cpu/device_status.hpp"
 #endif
@@ -21,32 +21,13 @@
 namespace gl {
 namespace {
 
-/// Makes @p name the default GEMM kernel for the lifetime of this object.
-class ScopedGemm {
-public:
-    explicit ScopedGemm(const std::string& name) : saved_(kernels::default_gemm().name) {
-        kernels::set_default_gemm(name);
-    }
-    ~ScopedGemm() { kernels::set_default_gemm(saved_); }
-    ScopedGemm(const ScopedGemm&) = delete;
-    ScopedGemm& operator=(const ScopedGemm&) = delete;
-
-private:
-    std::string saved_;
-};
+using test::ScopedGemm;
 
 /// op(A) is M x K and op(B) is K x N; every matrix is stored with 3 spare floats per row.
 struct Strided {
     int M, N, K;
     bool ta, tb;
 };
-
-std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> v(n);
-    for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-    return v;
-}
 
 /// C through kernel @p name; the padding of C must stay untouched.
 std::vector<float> run(const std::string& name, const Strided& p, const std::vector<float>& A,
@@ -72,8 +53,8 @@ std::vector<float> run(const std::string& name, const Strided& p, const std::vec
 TEST(CudaMatmul, CpuRuntimeKernelHandlesStridesAndTransposes) {
     for (const Strided& p : {Strided{17, 33, 9, false, false}, Strided{31, 7, 65, true, false},
                              Strided{64, 10, 40, false, true}, Strided{5, 129, 3, true, true}}) {
-        const auto A = random_vector(std::size_t(p.M + 3) * (p.K + 3), 1);  // big enough either way
-        const auto B = random_vector(std::size_t(p.K + 3) * (p.N + 3), 2);
+        const auto A = test::random_matrix(std::size_t(p.M + 3) * (p.K + 3), 1);  // big enough either way
+        const auto B = test::random_matrix(std::size_t(p.K + 3) * (p.N + 3), 2);
         const auto expected = run("naive", p, A, B);
         const auto got = run("cuda_cpu", p, A, B);
         for (std::size_t i = 0; i < got.size(); ++i)
@@ -89,39 +70,10 @@ TEST(CudaMatmul, EmptySumGivesZeros) {
     EXPECT_EQ(c.to_vector<float>(), std::vector<float>(6, 0.0f));
 }
 
-/// The loss and every parameter's gradient after one forward and backward pass.
-std::vector<std::vector<float>> loss_and_gradients(const std::string& kernel) {
-    ScopedGemm use(kernel);
-    Rng rng(5);
-    auto net = nn::make_simple_net(rng, 50);
-    const Tensor x = randn({37, 50}, rng);
-    std::vector<std::int32_t> labels(37);
-    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 10);
-    const Tensor loss = cross_entropy((*net)(x), from_vector<std::int32_t>(labels, {37}));
-    loss.backward();
-    std::vector<std::vector<float>> out = {{static_cast<float>(loss.item())}};
-    for (const Tensor& p : net->parameters()) out.push_back(p.grad().to_vector<float>());
-    return out;
-}
-
-/// A training step with kernel @p kernel gives the naive loop's loss and gradients.
-void expect_same_step_as_naive(const std::string& kernel) {
-    const auto naive = loss_and_gradients("naive");
-    const auto got = loss_and_gradients(kernel);
-    ASSERT_EQ(naive.size(), got.size());
-    for (std::size_t t = 0; t < naive.size(); ++t) {
-        ASSERT_EQ(naive[t].size(), got[t].size());
-        for (std::size_t i = 0; i < naive[t].size(); ++i)
-            ASSERT_NEAR(got[t][i], naive[t][i], 1e-5 + 1e-4 * std::fabs(naive[t][i]))
-                << kernel << ": " << (t == 0 ? "the loss" : "gradient of parameter " + std::to_string(t - 1))
-                << " at " << i;
-    }
-}
-
 TEST(CudaMatmul, TrainingStepThroughTheCudaKernelMatchesTheNaiveLoop) {
     // Forward (x W1^T: a transposed weight) and backward (both operands transposed) all
     // go through the registry: autograd does not know which kernel ran.
-    expect_same_step_as_naive("cuda_cpu");
+    EXPECT_EQ(test::step_differences("cuda_cpu"), "");
 }
 
 /// Whether a GPU is here, and if not, why (the message the "cuda" kernel must show).
@@ -160,7 +112,7 @@ TEST(CudaMatmul, DeviceKernelWithoutAGpuSaysWhy) {
 
 TEST(CudaMatmul, DeviceKernelTrainingStepMatchesTheNaiveLoop) {
     if (const std::string why = why_no_gpu(); !why.empty()) GTEST_SKIP() << "needs a CUDA device: " << why;
-    expect_same_step_as_naive("cuda");
+    EXPECT_EQ(test::step_differences("cuda"), "");
 }
 
 }  // namespace

@@ -99,6 +99,27 @@ class GenerateTest(HandoutTestCase):
                       '// LAB 01 END\n', text)
         self.assertIn("\n// TODO(lab 01): write this part", text)
 
+    def test_cuda_sources_get_a_stub_that_works_in_device_code(self):
+        # A kernel compiled for a GPU cannot throw: .cuh and .cu stubs call gl::not_implemented.
+        (self.root / "labs" / "03-cuda-gemm").mkdir(parents=True)
+        self.write("core/kernels/cuda/tiled.cuh", textwrap.dedent("""\
+            __global__ void tiled(float* C) {
+                // LAB 03 BEGIN: tiled kernel
+                // Hint: stage tiles in shared memory.
+                C[0] = 1.0f;
+                // LAB 03 END
+            }
+            """))
+        status, output = self.run_tool("generate")
+        self.assertEqual(status, 0, output)
+        text = self.read("labs/03-cuda-gemm/core/kernels/cuda/tiled.cuh")
+        self.assertIn("    // Hint: stage tiles in shared memory.\n"
+                      "    // TODO(lab 03): write this part (see labs/03-cuda-gemm/README.md).\n"
+                      '    gl::not_implemented("03", "tiled kernel");\n'
+                      "    // LAB 03 END\n", text)
+        self.assertNotIn("throw", text)
+        self.assertNotIn("C[0] = 1.0f", text)
+
     def test_manifest_sorted_and_unmarked_files_skipped(self):
         self.run_tool("generate")
         self.assertEqual(self.read("labs/handouts.txt"), handout.MANIFEST_HEADER +

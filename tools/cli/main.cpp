@@ -16,9 +16,14 @@
 #include "dist/parallel_training.hpp"
 #include "dist/thread_comm.hpp"
 #include "kernels/gemm.hpp"
+#include "memory/caching_allocator.hpp"
+#include "memory/tracking_allocator.hpp"
+#include "kernels/gemm_lowp.hpp"
 #include "nn/module.hpp"
+#include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/cuda_info.hpp"
+#include "training/memory_profile.hpp"
 #include "training/trainer.hpp"
 
 namespace {
@@ -57,6 +62,7 @@ int cmd_info() {
                        d.multiprocessors, static_cast<double>(d.memory_bytes) / (1 << 30),
                        d.smoke_kernel_ran ? "" : " - a test kernel did NOT run");
     }
+    fmt::print("threads:   {} (gl::set_num_threads, train --threads)\n", gl::get_num_threads());
     fmt::print("GEMM:      ");
     for (const auto& k : gl::kernels::gemm_kernels()) fmt::print("{} ", k.name);
     fmt::print("(default {})\n", gl::kernels::default_gemm().name);
@@ -75,6 +81,12 @@ struct TrainArgs {
     std::string data;
     std::string gemm;
     std::size_t limit = 0;
+    int threads = 0;
+    bool memory = false;             // print the memory table
+    std::string allocator = "direct";  // "direct" (malloc) or "caching"
+    std::string precision = "fp32";
+    bool no_loss_scaling = false;
+    bool no_master_weights = false;
     int workers = 1;
     std::string parallel = "ddp";
     std::string backend;  // empty: mpi under mpirun, threads otherwise
@@ -98,10 +110,12 @@ private:
     bool tty_;
 };
 
-void print_epoch(const gl::training::EpochReport& e, int epochs) {
-    fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s\n",
+void print_epoch(const gl::training::EpochReport& e, int epochs, bool mixed_precision = false) {
+    fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
                e.epoch, epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
                e.samples_per_second);
+    if (mixed_precision) fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);
+    fmt::print("\n");
     std::fflush(stdout);
 }
 
@@ -145,6 +159,7 @@ int cmd_train_parallel(const TrainArgs& a, const std::shared_ptr<const gl::Datas
 int cmd_train(TrainArgs a) {
     if (a.backend.empty()) a.backend = gl::dist::launched_by_mpirun() ? "mpi" : "threads";
     if (!a.gemm.empty()) gl::kernels::set_default_gemm(a.gemm);
+    if (a.threads > 0) gl::set_num_threads(a.threads);
     const std::string dir = a.data.empty() ? gl::default_fashion_mnist_dir().string() : a.data;
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
     if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
@@ -154,27 +169,60 @@ int cmd_train(TrainArgs a) {
             fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
         return cmd_train_parallel(a, train, test);
     }
+    // The allocators come after the datasets (which are not counted) and before the model
+    // and optimizer (which must come from them to be counted).
+    gl::memory::CachingAllocator cache;
+    gl::Allocator& direct_or_cached = a.allocator == "caching" ? static_cast<gl::Allocator&>(cache) : gl::cpu_allocator();
+    gl::memory::TrackingAllocator tracker(direct_or_cached);
+    gl::memory::DefaultAllocatorScope use(a.memory ? static_cast<gl::Allocator&>(tracker) : direct_or_cached);
+    gl::memory::MemoryStats per_step;  // the largest of each step's peaks
     gl::Rng rng(a.seed);
     auto net = gl::nn::make_simple_net(rng, train->example_shape().back());
     fmt::print("model:  {} ({} parameters)\n", net->describe(), net->parameter_count());
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
-    fmt::print("setup:  {} lr {} batch {} seed {} gemm {}\n", a.optimizer, a.lr, a.batch_size, a.seed,
-               gl::kernels::default_gemm().name);
+    fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
+               a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), a.allocator);
+    const gl::DType low = gl::training::parse_precision(a.precision);
+    if (low != gl::DType::Float32)
+        fmt::print("precision: {} matmuls ({} GEMM, FP32 accumulation), loss scaling {}, FP32 master weights {}\n",
+                   a.precision, gl::kernels::best_lowp_gemm(low).name, a.no_loss_scaling ? "off" : "on",
+                   a.no_master_weights ? "off" : "on");
     gl::training::FitOptions opt;
     opt.epochs = a.epochs;
     opt.batch_size = a.batch_size;
     opt.lr = a.lr;
     opt.optimizer = a.optimizer;
     opt.seed = a.seed;
+    opt.precision.dtype = low;
+    opt.precision.loss_scaling = !a.no_loss_scaling;
+    opt.precision.master_weights = !a.no_master_weights;
     int epoch = 1;
     ProgressBar bar(1, a.epochs);
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
-            print_epoch(e, a.epochs);
+            print_epoch(e, a.epochs, low != gl::DType::Float32);
             bar = ProgressBar(++epoch, a.epochs);
+            tracker.reset_peaks();  // leave the evaluation out of the next step's peaks
         },
-        [&](std::size_t done, std::size_t total, double loss) { bar.update(done, total, loss); });
+        [&](std::size_t done, std::size_t total, double loss) {
+            bar.update(done, total, loss);
+            if (a.memory) {
+                per_step = gl::training::max_of(per_step, tracker.stats());
+                tracker.reset_peaks();
+            }
+        });
+    if (a.memory) {
+        fmt::print("memory of a training step (the largest peak of any step; the dataset is not counted):\n{}",
+                   gl::training::format_memory_table(per_step, false));
+        fmt::print("  (each category's peak is its own; the total's is the most held at once)\n");
+    }
+    if (a.allocator == "caching") {
+        const auto c = cache.stats();
+        fmt::print("caching allocator: {} hits, {} misses (hit rate {:.4f}), {} cached, peak reserved {}\n", c.hits,
+                   c.misses, c.hit_rate(), gl::training::format_bytes(static_cast<double>(c.bytes_cached)),
+                   gl::training::format_bytes(static_cast<double>(c.peak_reserved)));
+    }
     return 0;
 }
 
@@ -222,6 +270,17 @@ int main(int argc, char** argv) {
     train->add_option("--data", t.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     train->add_option("--gemm", t.gemm, "GEMM kernel to use (see `gradlab info`)");
     train->add_option("--limit", t.limit, "use only the first N training examples");
+    train->add_option("--threads", t.threads, "intra-op threads (default: the CPUs this process may use)")
+        ->check(CLI::Range(1, 256));
+    train->add_flag("--memory", t.memory, "count memory by category (parameters, gradients, optimizer state, "
+                                          "saved activations, temporaries) and print each step's peaks");
+    train->add_option("--allocator", t.allocator, "direct (malloc per tensor) or caching (reuse freed blocks)")
+        ->check(CLI::IsMember({"direct", "caching"}));
+    train->add_option("--precision", t.precision, "fp32, or mixed precision with fp16 or bf16 matmuls")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+    train->add_flag("--no-loss-scaling", t.no_loss_scaling, "mixed precision without dynamic loss scaling");
+    train->add_flag("--no-master-weights", t.no_master_weights,
+                    "mixed precision with weights kept in 16 bits (no FP32 master copy)");
     train->add_option("--workers", t.workers, "data-parallel workers (threads; under mpirun: the processes)")
         ->check(CLI::Range(1, 1024));
     train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers) or ddp (all-reduce)")

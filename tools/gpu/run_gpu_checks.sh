@@ -6,7 +6,9 @@
 #      per GPU) when the build has NCCL;
 #   3. check the CUDA SGEMM family against a double-precision loop, then time it against
 #      cublasSgemm at n = 1024, 2048, 4096, 8192, and write a Markdown table
-#      (GFLOP/s, % of cuBLAS, GPU name, date) and the JSON it came from.
+#      (GFLOP/s, % of cuBLAS, GPU name, date) and the JSON it came from;
+#   4. check the WMMA tensor-core GEMM (FP16 in, FP32 accumulation) against cublasGemmEx,
+#      then time it against cublasGemmEx and cublasSgemm (hgemm_vs_cublas.md).
 #
 #   tools/gpu/run_gpu_checks.sh OUT_DIR [SM]
 #
@@ -45,7 +47,7 @@ if meson setup "$build" "$root" --buildtype=release -Dwith_cuda=enabled -Dgpu_ar
         --reconfigure >"$out/build.log" 2>&1 ||
    meson setup "$build" "$root" --buildtype=release -Dwith_cuda=enabled -Dgpu_archs="$sm" \
         >>"$out/build.log" 2>&1; then
-    if ninja -C "$build" -j"$jobs" tests/cuda_cpu_tests bench/cuda_gemm_gpu_bench >>"$out/build.log" 2>&1; then
+    if ninja -C "$build" -j"$jobs" tests/cuda_cpu_tests bench/cuda_gemm_gpu_bench bench/cuda_hgemm_gpu_bench >>"$out/build.log" 2>&1; then
         # 2. Every CUDA test. The device tests must run here: a skip means no device was found.
         "$build/tests/cuda_cpu_tests" --gtest_output="xml:$out/cuda_tests.xml" >"$out/cuda_tests.log" 2>&1
         tests_rc=$?
@@ -88,5 +90,20 @@ fi
     2>&1 | tee "$out/sgemm_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { say "the SGEMM check or benchmark FAILED (see sgemm_bench.log)"; status=1; }
 [ -f "$out/sgemm_vs_cublas.md" ] && cat "$out/sgemm_vs_cublas.md" >>"$summary"
+
+# 4. The tensor-core GEMM (WMMA, FP16 in, FP32 accumulation): checked against cublasGemmEx,
+#    then timed against it and cublasSgemm (claims FP-5, FP-6).
+hbench="$build/bench/cuda_hgemm_gpu_bench"
+if [ ! -x "$hbench" ] && ! ninja -C "$build" -j"$jobs" bench/cuda_hgemm_gpu_bench >>"$out/build.log" 2>&1; then
+    hbench="$out/cuda_hgemm_gpu_bench"
+    nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" -I"$root/core" \
+        "$root/bench/cuda_hgemm_gpu.cu" "$root/core/kernels/cuda/lowp_gpu.cu" "$root/core/cuda_cpu/host_api_gpu.cu" \
+        -lcublas -o "$hbench" >>"$out/build.log" 2>&1 || { say "the tensor-core GEMM benchmark did not build (see build.log)"; status=1; }
+fi
+if [ -x "$hbench" ]; then
+    "$hbench" --markdown_out="$out/hgemm_vs_cublas.md" 2>&1 | tee "$out/hgemm_bench.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { say "the tensor-core GEMM check or benchmark FAILED (see hgemm_bench.log)"; status=1; }
+    [ -f "$out/hgemm_vs_cublas.md" ] && cat "$out/hgemm_vs_cublas.md" >>"$summary"
+fi
 say "done: results in $out"
 exit $status

@@ -16,6 +16,7 @@
 // Tensors live in host memory, so on a GPU every GEMM also copies A and B to the device and
 // C back: for small layers those copies, not the kernel, set the time (claim CHOICE-1).
 #include <climits>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,10 @@ const float* contiguous(const float* X, bool trans, std::int64_t rows, std::int6
 }
 
 /// A host entry of the CUDA family: C = A * B, contiguous row-major, as in sgemm.hpp.
-using ContiguousSgemm = void (*)(int M, int N, int K, const float* A, const float* B, float* C);
+using ContiguousSgemm = std::function<void(int M, int N, int K, const float* A, const float* B, float* C)>;
 
 /// Runs @p run on contiguous copies of the operands (where needed) and writes C with its stride.
-void run_contiguous(const GemmArgs<float>& g, ContiguousSgemm run) {
+void run_contiguous(const GemmArgs<float>& g, const ContiguousSgemm& run) {
     // The kernels index with int: every matrix must have fewer than 2^31 elements.
     const auto fits = [](std::int64_t rows, std::int64_t cols) { return rows * cols <= INT_MAX; };
     check(fits(g.M, g.K) && fits(g.K, g.N) && fits(g.M, g.N),
@@ -73,11 +74,7 @@ void run_contiguous(const GemmArgs<float>& g, ContiguousSgemm run) {
             for (std::int64_t j = 0; j < g.N; ++j) g.C[i * g.ldc + j] = C[i * g.N + j];
 }
 
-void sgemm_cuda_cpu(const GemmArgs<float>& g) {
-    run_contiguous(g, [](int M, int N, int K, const float* A, const float* B, float* C) {
-        cuda_gemm(cuda_sgemm_best_version(), M, N, K, A, B, C);
-    });
-}
+void sgemm_cuda_cpu(const GemmArgs<float>& g) { cuda_gemm_strided(cuda_sgemm_best_version(), g); }
 
 /// Why there is no GPU to run on, or "" when there is one.
 std::string why_no_gpu() {
@@ -104,6 +101,12 @@ void sgemm_cuda(const GemmArgs<float>& g) {
 }
 
 }  // namespace
+
+void cuda_gemm_strided(int version, const GemmArgs<float>& args) {
+    run_contiguous(args, [version](int M, int N, int K, const float* A, const float* B, float* C) {
+        cuda_gemm(version, M, N, K, A, B, C);
+    });
+}
 
 GemmKernel gemm_cuda_cpu_kernel() {
     return {"cuda_cpu", "the best CUDA SGEMM version on the CPU runtime (slow; runs without a GPU)",

@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "kernels/gemm.hpp"
+
 namespace gl::kernels {
 
 /// One version of the CUDA SGEMM family.
@@ -28,7 +30,13 @@ int cuda_sgemm_best_version();
 /// @p version on the CPU runtime. Any host memory works there; gl::cuda::malloc memory too.
 void cuda_gemm(int version, int M, int N, int K, const float* A, const float* B, float* C);
 
-/// The same, with every global and shared access counted
+/// C = op(A) * op(B) in the GEMM registry's convention (kernels/gemm.hpp: transposes, row
+/// strides) with version @p version on the CPU runtime. Operands that are transposed or
+/// strided are first copied into contiguous row-major arrays on the host. The registry's
+/// "cuda_cpu" kernel is this with cuda_sgemm_best_version(); lab 03 registers its own.
+void cuda_gemm_strided(int version, const GemmArgs<float>& args);
+
+/// The same as cuda_gemm, with every global and shared access counted
 /// (gl::cuda::cpu::memory_counters()). Much slower; for small problems.
 void cuda_gemm_counted(int version, int M, int N, int K, const float* A, const float* B, float* C);
 

@@ -17,9 +17,14 @@ template <int BLOCKSIZE, class Access = gl::cuda::Direct>
 __global__ void sgemm_2_coalesced(int M, int N, int K, gl::cuda::global_ptr<Access, const float> A,
                                   gl::cuda::global_ptr<Access, const float> B,
                                   gl::cuda::global_ptr<Access, float> C) {
-    // A one-dimensional block of BLOCKSIZE * BLOCKSIZE threads computes one BLOCKSIZE x
-    // BLOCKSIZE tile of C; threadIdx.x % BLOCKSIZE is the fastest-changing index, so it
-    // picks the column.
+    // LAB 03 BEGIN: coalesced kernel
+    // The work of sgemm_1_naive.cuh (one element of C per thread: a dot product of a row of
+    // A, A[row * K + k], and a column of B, B[k * N + col]), with other indices. The block
+    // is one-dimensional: BLOCKSIZE * BLOCKSIZE threads compute the BLOCKSIZE x BLOCKSIZE
+    // tile of C at tile row blockIdx.y and tile column blockIdx.x. Consecutive threadIdx.x
+    // form a warp, and threadIdx.x % BLOCKSIZE changes fastest: let it pick the *column*,
+    // so a warp reads 32 consecutive floats of B and writes 32 consecutive floats of C.
+    // M and N need not be multiples of BLOCKSIZE: threads outside C do nothing.
     const int cRow = blockIdx.y * BLOCKSIZE + threadIdx.x / BLOCKSIZE;
     const int cCol = blockIdx.x * BLOCKSIZE + threadIdx.x % BLOCKSIZE;
     if (cRow < M && cCol < N) {
@@ -27,6 +32,7 @@ __global__ void sgemm_2_coalesced(int M, int N, int K, gl::cuda::global_ptr<Acce
         for (int k = 0; k < K; ++k) acc += A[cRow * K + k] * B[k * N + cCol];
         C[cRow * N + cCol] = acc;
     }
+    // LAB 03 END
 }
 
 }  // namespace gl::kernels::cuda

@@ -18,6 +18,18 @@ template <int BLOCKSIZE, class Access = gl::cuda::Direct>
 __global__ void sgemm_3_smem_tiled(int M, int N, int K, gl::cuda::global_ptr<Access, const float> A,
                                    gl::cuda::global_ptr<Access, const float> B,
                                    gl::cuda::global_ptr<Access, float> C) {
+    // LAB 03 BEGIN: shared-memory tiled kernel
+    // Launch as in version 2: BLOCKSIZE * BLOCKSIZE threads compute the tile of C at tile row
+    // blockIdx.y and tile column blockIdx.x; thread threadIdx.x owns element
+    // (threadIdx.x / BLOCKSIZE, threadIdx.x % BLOCKSIZE) of it. Two tiles in shared memory:
+    //   __shared__ gl::cuda::shared_array<Access, float, BLOCKSIZE * BLOCKSIZE> As;  (and Bs)
+    // (float[N] on a GPU; the tests' counted build counts every access to it).
+    // Walk k in steps of BLOCKSIZE. In each step every thread copies one element of the A
+    // tile and one of the B tile, at its own (row, column) of the tile, so that a warp reads
+    // consecutive addresses; outside the matrices it stores 0. __syncthreads() before anyone
+    // reads the tiles; add your BLOCKSIZE products from As and Bs; __syncthreads() again
+    // before the next step overwrites them. Write your element if it lies inside C.
+    // Pointer arithmetic on A, B and C (A += BLOCKSIZE) works on every Access.
     __shared__ gl::cuda::shared_array<Access, float, BLOCKSIZE * BLOCKSIZE> As;
     __shared__ gl::cuda::shared_array<Access, float, BLOCKSIZE * BLOCKSIZE> Bs;
 
@@ -52,6 +64,7 @@ __global__ void sgemm_3_smem_tiled(int M, int N, int K, gl::cuda::global_ptr<Acc
         __syncthreads();  // everyone is done with the tiles before the next ones overwrite them
     }
     if (threadRow < rowsLeft && threadCol < colsLeft) C[threadRow * N + threadCol] = acc;
+    // LAB 03 END
 }
 
 }  // namespace gl::kernels::cuda

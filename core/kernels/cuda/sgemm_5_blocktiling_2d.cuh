@@ -20,6 +20,17 @@ __global__ void sgemm_5_blocktiling_2d(int M, int N, int K,
                                        gl::cuda::global_ptr<Access, float> C) {
     constexpr int numThreads = (BM * BN) / (TM * TN);
     static_assert(numThreads % BK == 0 && numThreads % BN == 0, "tile loads must divide evenly");
+    // LAB 03 BEGIN: register-blocked kernel
+    // (Extra points.) A block of numThreads threads computes the BM x BN tile of C at tile
+    // row blockIdx.y and tile column blockIdx.x; each thread a TM x TN sub-tile of it, kept
+    // in registers (a local array float threadResults[TM * TN]). Shared tiles:
+    //   __shared__ gl::cuda::shared_array<Access, float, BM * BK> As;  (BK * BN for Bs)
+    // For each step of BK along k: load the tiles, numThreads elements per pass, each pass
+    // a block of whole rows (row threadIdx.x / BK, column threadIdx.x % BK of the A tile,
+    // then numThreads / BK rows further down; likewise for B with BN), zeros outside the
+    // matrices; __syncthreads(); then for each dotIdx < BK copy TM values of a column of
+    // As and TN values of a row of Bs into registers and add their outer product to
+    // threadResults; __syncthreads(). Finally store the sub-tile's elements that lie in C.
     __shared__ gl::cuda::shared_array<Access, float, BM * BK> As;
     __shared__ gl::cuda::shared_array<Access, float, BK * BN> Bs;
 
@@ -73,6 +84,7 @@ __global__ void sgemm_5_blocktiling_2d(int M, int N, int K,
             const int col = threadCol * TN + resIdxN;
             if (row < rowsLeft && col < colsLeft) C[row * N + col] = threadResults[resIdxM * TN + resIdxN];
         }
+    // LAB 03 END
 }
 
 }  // namespace gl::kernels::cuda

@@ -70,7 +70,7 @@ Tensor log_softmax(const Tensor& x) {
     });
     if (should_record({x})) {
         auto node = std::make_shared<LogSoftmaxBackward>();
-        node->output = out.detach();
+        node->output = save_for_backward(out);
         record(out, node, {x});
     }
     return out;
@@ -102,8 +102,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     });
     if (should_record({logits})) {
         auto node = std::make_shared<CrossEntropyBackward>();
-        node->log_probs = log_probs;
-        node->targets = tc.detach();
+        node->log_probs = save_for_backward(log_probs);
+        node->targets = save_for_backward(tc);
         record(loss, node, {logits, targets});
     }
     return loss;
