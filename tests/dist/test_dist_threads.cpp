@@ -154,7 +154,11 @@ TEST(ParallelTraining, DpAndDdpTrainTheSameModelAsOneProcess) {
     const training::Blobs blobs = training::make_blobs(96, 8, 5);
     auto data = std::make_shared<TensorDataset>(blobs.x, blobs.y, 2);
     ParallelFitOptions o;
-    o.fit = {.epochs = 2, .batch_size = 12, .lr = 0.1, .optimizer = "sgd", .seed = 3};
+    o.fit.epochs = 2;
+    o.fit.batch_size = 12;
+    o.fit.lr = 0.1;
+    o.fit.optimizer = "sgd";
+    o.fit.seed = 3;
     std::vector<double> losses;
     for (const char* mode : {"dp", "ddp"}) {
         o.parallel = mode;

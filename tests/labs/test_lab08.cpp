@@ -191,7 +191,11 @@ TEST(Lab08, DdpTrainsWithTheSampler) {
     const training::Blobs blobs = training::make_blobs(96, 8, 5);
     auto data = std::make_shared<TensorDataset>(blobs.x, blobs.y, 2);
     ParallelFitOptions o;
-    o.fit = {.epochs = 3, .batch_size = 12, .lr = 0.1, .optimizer = "sgd", .seed = 3};
+    o.fit.epochs = 3;
+    o.fit.batch_size = 12;
+    o.fit.lr = 0.1;
+    o.fit.optimizer = "sgd";
+    o.fit.seed = 3;
     o.ddp.algo = AllReduceAlgo::ReduceBroadcast;
     double loss = 1e9;
     on_workers(3, [&](Communicator& c) {
