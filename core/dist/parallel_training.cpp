@@ -110,6 +110,9 @@ std::vector<training::EpochReport> fit_parallel(Communicator& comm, const ModelF
                                                 const ParallelFitOptions& options,
                                                 const training::EpochFn& on_epoch) {
     check(train != nullptr, "fit_parallel: no training set");
+    check(options.fit.precision.dtype == DType::Float32,
+          "data-parallel training runs in float32; mixed precision (" + name_of(options.fit.precision.dtype) +
+              ") is not supported with several workers yet");
     auto model = make_model();
     if (options.parallel == "ddp") return fit_ddp(comm, model, train, test, options, on_epoch);
     if (options.parallel == "dp") return fit_dp(comm, model, train, test, options, on_epoch);

@@ -21,7 +21,7 @@ namespace gl::dist {
 
 /// Settings of fit_parallel().
 struct ParallelFitOptions {
-    training::FitOptions fit;        ///< epochs, global batch size, lr, optimizer, seed
+    training::FitOptions fit;        ///< epochs, global batch size, lr, optimizer, seed (float32 only; on_step unused)
     std::string parallel = "ddp";    ///< "dp" or "ddp"
     DdpOptions ddp;                  ///< bucket size and algorithm (ddp)
 };

@@ -165,6 +165,9 @@ int cmd_train(TrainArgs a) {
     if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
     const gl::MnistDataset test(dir, gl::MnistSplit::Test);
     if (a.workers > 1 || a.backend != "threads") {
+        if (a.precision != "fp32" || a.memory)
+            throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
+                            "without memory accounting");
         if (a.backend != "mpi" || gl::dist::MpiCommunicator::world().rank() == 0)
             fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
         return cmd_train_parallel(a, train, test);
