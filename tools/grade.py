@@ -347,6 +347,7 @@ class Outcome:
     status: str  # short: passed, failed, not implemented, timed out, crashed, out of memory, ...
     message: str  # what the student reads
     seconds: float = 0.0
+    fraction: float = 1.0  # of the points, for a "partial" outcome (a performance band)
 
     @property
     def passed(self) -> bool:
@@ -354,6 +355,8 @@ class Outcome:
 
     @property
     def earned(self) -> float:
+        if self.status == "partial":
+            return round(self.item.points * self.fraction, 2)
         return self.item.points if self.passed else 0.0
 
 
@@ -471,7 +474,26 @@ def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, ti
     if skipped:
         reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(output, t)}" for t in skipped)
         return Outcome(item, "skipped", f"skipped, so not graded here: {reasons}")
+    # A test may earn part of its item's points (performance graded as a ratio to the
+    # reference) by recording the property score_fraction in [0, 1], and say why in
+    # score_note; the lowest fraction among the item's tests counts.
+    fractions = [(float(t["score_fraction"]), str(t.get("score_note", ""))) for t in ran
+                 if is_number(t.get("score_fraction"))]
+    if fractions:
+        fraction, note = min(fractions)
+        fraction = min(max(fraction, 0.0), 1.0)
+        if fraction < 1.0:
+            return Outcome(item, "partial", f"{fraction:.0%} of the points: {note}".rstrip(": "),
+                           fraction=fraction)
     return Outcome(item, "passed", "passed")
+
+
+def is_number(value: object) -> bool:
+    try:
+        float(value)  # type: ignore[arg-type]
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def failure_message(failed: list[dict], missing: list[str], output: str, returncode: int,

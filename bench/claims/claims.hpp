@@ -42,9 +42,17 @@ struct Claim {
     std::function<Result(const Context&)> run;
 };
 
+
 // The claims of each lab (one function per file), and all of them in order.
 std::vector<Claim> lab01_claims();
+std::vector<Claim> lab02_claims();
 std::vector<Claim> lab03_claims();
+std::vector<Claim> lab04_claims();
+
+// Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.
+double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds);
+// The 1-minute load average (how busy the machine was), or -1.
+double load_average();
 std::vector<Claim> all_claims();
 
 // Runs the selected claims (all when `only` is empty); an experiment that throws gets

@@ -8,6 +8,12 @@
 
 namespace gl::claims {
 
+std::string fixed(double v, int digits) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(digits) << v;
+    return os.str();
+}
+
 std::string to_string(Verdict v) {
     switch (v) {
         case Verdict::Reproduced: return "reproduced";
@@ -18,15 +24,9 @@ std::string to_string(Verdict v) {
     return "?";
 }
 
-std::string fixed(double value, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << value;
-    return os.str();
-}
-
 std::vector<Claim> all_claims() {
     std::vector<Claim> all;
-    for (auto&& group : {lab01_claims(), lab03_claims()})
+    for (auto&& group : {lab01_claims(), lab02_claims(), lab03_claims(), lab04_claims()})
         for (auto& c : group) all.push_back(c);
     return all;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ using DgemmFn = void (*)(const GemmArgs<double>&);
 
 /// A named kernel and the one idea it adds over its predecessor.
 struct GemmKernel {
-    std::string name;        ///< registry key, e.g. "naive", "eigen"
+    std::string name;        ///< registry key, e.g. "naive", "threaded", "openblas"
     std::string idea;        ///< one line for tables: what this version does
     SgemmFn sgemm = nullptr; ///< float32 entry point (required)
     DgemmFn dgemm = nullptr; ///< float64 entry point (optional)
@@ -56,7 +57,7 @@ std::vector<GemmKernel> gemm_kernels();
 std::string why_unavailable(const GemmKernel& kernel);
 /// Makes @p name the kernel matmul uses; throws, with the reason, if it cannot run here.
 void set_default_gemm(const std::string& name);
-/// The kernel matmul uses now (the fastest registered one unless changed).
+/// The kernel matmul uses now ("threaded", the fastest of ours, unless changed).
 const GemmKernel& default_gemm();
 
 /// Runs @p args through the default kernel (float32).
@@ -67,7 +68,13 @@ void gemm(const GemmArgs<double>& args);
 /// @cond
 // The built-in kernels, one function per kernel file.
 GemmKernel gemm_naive_kernel();
+GemmKernel gemm_reordered_kernel();
+GemmKernel gemm_blocked_kernel();
+GemmKernel gemm_packed_simd_kernel();
+GemmKernel gemm_threaded_kernel();
 GemmKernel gemm_eigen_kernel();
+std::optional<GemmKernel> gemm_openblas_kernel();  // nullopt when built without OpenBLAS
+std::optional<GemmKernel> gemm_onednn_kernel();    // nullopt when built without oneDNN
 GemmKernel gemm_cuda_cpu_kernel();
 GemmKernel gemm_cuda_kernel();
 /// @endcond

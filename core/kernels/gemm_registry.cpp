@@ -16,9 +16,13 @@ Registry& registry() {
     static Registry r;
     static std::once_flag once;
     std::call_once(once, [] {
-        // The built-in kernels, slowest first; the last one is the default.
-        r.kernels = {gemm_naive_kernel(), gemm_eigen_kernel()};
-        r.default_name = r.kernels.back().name;
+        // The teaching kernels in the order they add ideas, then the peer libraries
+        // found at build time. The default is our fastest, the threaded packed kernel.
+        r.kernels = {gemm_naive_kernel(), gemm_reordered_kernel(), gemm_blocked_kernel(),
+                     gemm_packed_simd_kernel(), gemm_threaded_kernel(), gemm_eigen_kernel()};
+        for (const auto& peer : {gemm_openblas_kernel(), gemm_onednn_kernel()})
+            if (peer) r.kernels.push_back(*peer);
+        r.default_name = "threaded";
         // The CUDA SGEMM family, chosen by name only: "cuda" needs a GPU, and "cuda_cpu"
         // runs the same kernel on the CPU runtime, correct but slow.
         r.kernels.push_back(gemm_cuda_cpu_kernel());

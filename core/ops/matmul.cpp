@@ -35,7 +35,13 @@ struct MatmulBackward final : Node {
         // Gradients of C = A B. Skip an input whose gradient nobody needs (next[i] is null):
         // for the first layer of a network that saves a whole GEMM.
         Tensor grad_a = next[0] ? matmul(g, t(b)) : Tensor();
-        Tensor grad_b = next[1] ? matmul(t(a), g) : Tensor();
+        Tensor grad_b;
+        if (next[1]) {
+            // b is often a transposed view (Linear's t(weight)): compute its gradient in the
+            // layout of the weight itself, (A^T G)^T = G^T A, so no transposing copy follows.
+            const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] != 1;
+            grad_b = b_transposed ? t(matmul(t(g), a)) : matmul(t(a), g);
+        }
         return {grad_a, grad_b};
         // LAB 01 END
     }

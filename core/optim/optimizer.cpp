@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/elementwise.hpp"
+
 namespace gl::optim {
 
 Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
@@ -31,8 +33,14 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
 
 void SGD::step() {
     for (std::size_t i = 0; i < params_.size(); ++i) {
-        const Tensor g = params_[i].grad();
-        if (!g.defined()) continue;
+        if (!params_[i].grad().defined()) continue;
+        const Tensor g = params_[i].grad().contiguous();
+        if (params_[i].dtype() == DType::Float32) {  // the bandwidth-bound kernel
+            kernels::sgd_step(params_[i].data<float>(), g.data<float>(), velocity_[i].data<float>(),
+                              params_[i].numel(), static_cast<float>(lr_), static_cast<float>(momentum_),
+                              static_cast<float>(weight_decay_));
+            continue;
+        }
         dispatch_floating(params_[i].dtype(), "SGD", [&]<class T>() {
             T* p = params_[i].data<T>();
             const T* grad = g.data<T>();
@@ -66,8 +74,20 @@ void Adam::step() {
     const double c1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));
     const double c2 = 1.0 - std::pow(beta2_, static_cast<double>(steps_));
     for (std::size_t i = 0; i < params_.size(); ++i) {
-        const Tensor g = params_[i].grad();
-        if (!g.defined()) continue;
+        if (!params_[i].grad().defined()) continue;
+        const Tensor g = params_[i].grad().contiguous();
+        if (params_[i].dtype() == DType::Float32) {  // the bandwidth-bound kernel
+            kernels::AdamStep s;
+            s.step_size = static_cast<float>(lr_ / c1);
+            s.beta1 = static_cast<float>(beta1_);
+            s.beta2 = static_cast<float>(beta2_);
+            s.inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
+            s.eps = static_cast<float>(eps_);
+            s.wd = static_cast<float>(weight_decay_);
+            kernels::adam_step(params_[i].data<float>(), g.data<float>(), m_[i].data<float>(), v_[i].data<float>(),
+                               params_[i].numel(), s);
+            continue;
+        }
         dispatch_floating(params_[i].dtype(), "Adam", [&]<class T>() {
             T* p = params_[i].data<T>();
             const T* grad = g.data<T>();

@@ -1,5 +1,6 @@
 #include "tensor/tensor.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -82,6 +83,19 @@ void store_from_double(void* base, DType dtype, std::int64_t offset, double v) {
     }
 }
 
+// out[i, j] = src[i * s0 + j * s1] for a [rows, cols] view, in 32 x 32 tiles so that a
+// transposed view is read and written a cache line at a time, not a float at a time.
+void copy_2d_float(const float* src, std::int64_t s0, std::int64_t s1, float* out, std::int64_t rows,
+                   std::int64_t cols) {
+    constexpr std::int64_t kTile = 32;
+    for (std::int64_t i0 = 0; i0 < rows; i0 += kTile)
+        for (std::int64_t j0 = 0; j0 < cols; j0 += kTile) {
+            const std::int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+            for (std::int64_t i = i0; i < i1; ++i)
+                for (std::int64_t j = j0; j < j1; ++j) out[i * cols + j] = src[i * s0 + j * s1];
+        }
+}
+
 }  // namespace
 
 void for_each_offset(const Tensor& t, const std::function<void(std::int64_t, std::int64_t)>& fn) {
@@ -162,6 +176,11 @@ Tensor Tensor::clone() const {
     }
     const auto* src = static_cast<const char*>(raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
+    if (dim() == 2 && dtype() == DType::Float32) {  // e.g. a transposed gradient: tile by tile
+        copy_2d_float(static_cast<const float*>(raw_data()), strides()[0], strides()[1],
+                      static_cast<float*>(out.raw_data()), shape()[0], shape()[1]);
+        return out;
+    }
     for_each_offset(*this, [&](std::int64_t i, std::int64_t off) {
         std::memcpy(dst + i * static_cast<std::int64_t>(elem), src + off * static_cast<std::int64_t>(elem), elem);
     });

@@ -13,6 +13,7 @@
 #include "data/mnist.hpp"
 #include "kernels/gemm.hpp"
 #include "nn/module.hpp"
+#include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/cuda_info.hpp"
 #include "training/trainer.hpp"
@@ -53,6 +54,7 @@ int cmd_info() {
                        d.multiprocessors, static_cast<double>(d.memory_bytes) / (1 << 30),
                        d.smoke_kernel_ran ? "" : " - a test kernel did NOT run");
     }
+    fmt::print("threads:   {} (gl::set_num_threads, train --threads)\n", gl::get_num_threads());
     fmt::print("GEMM:      ");
     for (const auto& k : gl::kernels::gemm_kernels()) fmt::print("{} ", k.name);
     fmt::print("(default {})\n", gl::kernels::default_gemm().name);
@@ -71,6 +73,7 @@ struct TrainArgs {
     std::string data;
     std::string gemm;
     std::size_t limit = 0;
+    int threads = 0;
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -93,6 +96,7 @@ private:
 
 int cmd_train(const TrainArgs& a) {
     if (!a.gemm.empty()) gl::kernels::set_default_gemm(a.gemm);
+    if (a.threads > 0) gl::set_num_threads(a.threads);
     const std::string dir = a.data.empty() ? gl::default_fashion_mnist_dir().string() : a.data;
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
     if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
@@ -101,8 +105,8 @@ int cmd_train(const TrainArgs& a) {
     auto net = gl::nn::make_simple_net(rng, train->example_shape().back());
     fmt::print("model:  {} ({} parameters)\n", net->describe(), net->parameter_count());
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
-    fmt::print("setup:  {} lr {} batch {} seed {} gemm {}\n", a.optimizer, a.lr, a.batch_size, a.seed,
-               gl::kernels::default_gemm().name);
+    fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {}\n", a.optimizer, a.lr, a.batch_size, a.seed,
+               gl::kernels::default_gemm().name, gl::get_num_threads());
     gl::training::FitOptions opt;
     opt.epochs = a.epochs;
     opt.batch_size = a.batch_size;
@@ -168,6 +172,8 @@ int main(int argc, char** argv) {
     train->add_option("--data", t.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     train->add_option("--gemm", t.gemm, "GEMM kernel to use (see `gradlab info`)");
     train->add_option("--limit", t.limit, "use only the first N training examples");
+    train->add_option("--threads", t.threads, "intra-op threads (default: the CPUs this process may use)")
+        ->check(CLI::Range(1, 256));
 
     bool quick = false;
     std::string out_dir = "results";

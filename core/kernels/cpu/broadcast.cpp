@@ -1,5 +1,6 @@
 #include "kernels/cpu/broadcast.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace gl::kernels {
@@ -37,7 +38,25 @@ Tensor sum_dims(const Tensor& t, const std::vector<bool>& reduce) {
     // give the output strides 0 along the reduced dimensions and walk the input once.
     const Shape out_strides = contiguous_strides(out_shape);
     std::vector<double> acc(static_cast<std::size_t>(numel_of(out_shape)), 0.0);
+    // The common case (a bias gradient): a contiguous tensor summed over its leading
+    // dimensions, so each row adds into the same contiguous accumulator row.
+    std::size_t lead = 0;
+    while (lead < reduce.size() && reduce[lead]) ++lead;
+    const bool leading_only = t.is_contiguous() && lead > 0 &&
+                              std::none_of(reduce.begin() + static_cast<std::ptrdiff_t>(lead), reduce.end(),
+                                           [](bool r) { return r; });
     return dispatch_floating(t.dtype(), "sum", [&]<class T>() {
+        if (leading_only) {
+            const std::int64_t cols = static_cast<std::int64_t>(acc.size());
+            const std::int64_t rows = cols == 0 ? 0 : t.numel() / cols;
+            const T* src = t.data<T>();
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c) acc[static_cast<std::size_t>(c)] += src[r * cols + c];
+            Tensor out = empty(out_shape, t.dtype());
+            T* dst = out.data<T>();
+            for (std::size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i]);
+            return out;
+        }
         const T* src = t.data<T>();
         const Shape& shape = t.shape();
         Shape index(shape.size(), 0);

@@ -36,11 +36,23 @@ Tensor binary_broadcast(const Tensor& a, const Tensor& b, Fn fn) {
         po[0] = fn(pa[0], pb[0]);
         return out;
     }
+    // A row vector added to every row (a bias): one contiguous loop per row.
+    const std::int64_t inner = out_shape.back();
+    const auto is_row = [&](const Tensor& t) { return t.is_contiguous() && t.numel() == inner; };
+    if (a.shape() == out_shape && a.is_contiguous() && is_row(b)) {
+        for (std::int64_t r = 0; r < n / inner; ++r)
+            for (std::int64_t j = 0; j < inner; ++j) po[r * inner + j] = fn(pa[r * inner + j], pb[j]);
+        return out;
+    }
+    if (b.shape() == out_shape && b.is_contiguous() && is_row(a)) {
+        for (std::int64_t r = 0; r < n / inner; ++r)
+            for (std::int64_t j = 0; j < inner; ++j) po[r * inner + j] = fn(pa[j], pb[r * inner + j]);
+        return out;
+    }
     const Shape sa = broadcast_strides(a, out_shape);
     const Shape sb = broadcast_strides(b, out_shape);
     // Loop over rows of the innermost dimension; an odometer walks the outer dimensions.
     const std::size_t last = out_shape.size() - 1;
-    const std::int64_t inner = out_shape[last];
     const std::int64_t rows = n / inner;
     Shape index(last, 0);
     std::int64_t off_a = 0, off_b = 0;

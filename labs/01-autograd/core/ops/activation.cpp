@@ -3,6 +3,7 @@
 // the backward only needs to know where the input was positive.
 #include "autograd/node.hpp"
 #include "kernels/cpu/broadcast.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -23,9 +24,15 @@ struct ReluBackward final : Node {
 }  // namespace
 
 Tensor relu(const Tensor& a) {
-    Tensor out = dispatch_floating(a.dtype(), "relu", [&]<class T>() {
-        return kernels::unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
-    });
+    Tensor out;
+    if (a.dtype() == DType::Float32 && a.is_contiguous()) {  // the bandwidth-bound kernel
+        out = empty(a.shape(), a.dtype());
+        kernels::relu(a.data<float>(), out.data<float>(), a.numel());
+    } else {
+        out = dispatch_floating(a.dtype(), "relu", [&]<class T>() {
+            return kernels::unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
+        });
+    }
     if (should_record({a})) {
         auto node = std::make_shared<ReluBackward>();
         node->output = out.detach();

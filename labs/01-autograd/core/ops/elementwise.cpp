@@ -8,6 +8,7 @@
 
 #include "autograd/node.hpp"
 #include "kernels/cpu/broadcast.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -132,6 +133,10 @@ void add_(const Tensor& self, const Tensor& other, double alpha) {
     check(self.is_contiguous(), "add_: the destination must be contiguous");
     check_same_dtype(self, other, "add_");
     const Tensor src = other.is_contiguous() ? other : other.clone();
+    if (self.dtype() == DType::Float32) {
+        kernels::axpy(static_cast<float>(alpha), src.data<float>(), self.data<float>(), self.numel());
+        return;
+    }
     dispatch_floating(self.dtype(), "add_", [&]<class T>() {
         T* dst = self.data<T>();
         const T* s = src.data<T>();

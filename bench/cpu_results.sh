@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Measures everything docs/results/cpu-gemm-roofline.md reports, into one folder:
+#   bench/cpu_results.sh [OUT_DIR]      (default: results/cpu; takes about 15 minutes)
+# gemm.json (every GEMM kernel, N = 64..2048 and the SimpleNet shapes, 1 and 2 threads),
+# acceptance.json (ours vs OpenBLAS and oneDNN at N = 1024, 2048, 2 threads, 5 interleaved
+# repetitions), claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3, full size), train.txt
+# (SimpleNet, Adam, batch 64, 2 threads, 5 epochs, threaded vs eigen), and the plots.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${GRADLAB_BUILD:-$ROOT/build}"
+OUT="${1:-$ROOT/results/cpu}"
+mkdir -p "$OUT"
+ninja -C "$BUILD" bench/bench_gemm tools/gradlab >/dev/null
+{ date -u +%Y-%m-%dT%H:%MZ; uptime; "$BUILD/tools/gradlab" info; } > "$OUT/machine.txt"
+"$BUILD/bench/bench_gemm" --benchmark_min_time=0.2 --benchmark_format=json --benchmark_out="$OUT/gemm.json" \
+  --benchmark_out_format=json >/dev/null
+"$BUILD/bench/bench_gemm" --benchmark_filter='(threaded|openblas|onednn)/square/(1024|2048)x.*threads:2' \
+  --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_min_time=0.3 \
+  --benchmark_out="$OUT/acceptance.json" --benchmark_out_format=json >/dev/null
+"$BUILD/tools/gradlab" claims --only GEMM-1 CPU-1 CPU-2 MEM-1 MEM-2 MEM-3 --out "$OUT" > "$OUT/claims.txt"
+{ for gemm in threaded eigen; do "$BUILD/tools/gradlab" train --epochs 5 --threads 2 --gemm "$gemm"; done; } \
+  > "$OUT/train.txt" 2>&1
+/usr/bin/python3 "$ROOT/tools/plot_cpu.py" --gemm "$OUT/gemm.json" --claims "$OUT/claims.json" --out "$OUT"

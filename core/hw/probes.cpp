@@ -1,0 +1,338 @@
+// Machine probes: the three numbers a roofline and a latency ladder are drawn from.
+//
+//   fma_peak        many independent FMA chains per thread: the compute ceiling
+//   stream_*        STREAM copy and triad over arrays far larger than the caches: the
+//                   memory ceiling
+//   pointer_chase   one dependent load after another through a random cycle: latency
+//
+// Threads are the pinned workers of gl::parallel_run (a probe with two threads on a
+// 2-core machine must have one thread per core, or it measures one core twice).
+#include "hw/probes.hpp"
+
+#include <immintrin.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "base/error.hpp"
+#include "base/rng.hpp"
+#include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+namespace gl::hw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// ---- FMA peak -----------------------------------------------------------------------------
+// An FMA has a latency of about 4 cycles and a CPU issues up to 2 per cycle, so at least
+// 8 must be in flight: each loop keeps kChains independent accumulators, x = x * m + c,
+// which converges (m < 1) and so never overflows or turns denormal.
+constexpr int kChains = 12;
+
+__attribute__((target("avx2,fma"))) double fma_128_f32(std::int64_t iters) {
+    __m128 x[kChains];
+    for (int i = 0; i < kChains; ++i) x[i] = _mm_set1_ps(static_cast<float>(i));
+    const __m128 m = _mm_set1_ps(0.999f), c = _mm_set1_ps(0.001f);
+    for (std::int64_t it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) x[i] = _mm_fmadd_ps(x[i], m, c);
+    float sum = 0.0f;
+    for (auto& v : x) sum += _mm_cvtss_f32(v);
+    return sum;
+}
+
+__attribute__((target("avx2,fma"))) double fma_128_f64(std::int64_t iters) {
+    __m128d x[kChains];
+    for (int i = 0; i < kChains; ++i) x[i] = _mm_set1_pd(i);
+    const __m128d m = _mm_set1_pd(0.999), c = _mm_set1_pd(0.001);
+    for (std::int64_t it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) x[i] = _mm_fmadd_pd(x[i], m, c);
+    double sum = 0.0;
+    for (auto& v : x) sum += _mm_cvtsd_f64(v);
+    return sum;
+}
+
+__attribute__((target("avx2,fma"))) double fma_256_f32(std::int64_t iters) {
+    // LAB 04 BEGIN: the FMA peak loop (256-bit, float)
+    // kChains independent accumulators x[i] = x[i] * m + c with _mm256_fmadd_ps, iters
+    // times each; return something computed from all of them so none is optimized away.
+    __m256 x[kChains];
+    for (int i = 0; i < kChains; ++i) x[i] = _mm256_set1_ps(static_cast<float>(i));
+    const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
+    for (std::int64_t it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) x[i] = _mm256_fmadd_ps(x[i], m, c);
+    float sum = 0.0f;
+    for (auto& v : x) sum += _mm256_cvtss_f32(v);
+    return sum;
+    // LAB 04 END
+}
+
+__attribute__((target("avx2,fma"))) double fma_256_f64(std::int64_t iters) {
+    __m256d x[kChains];
+    for (int i = 0; i < kChains; ++i) x[i] = _mm256_set1_pd(i);
+    const __m256d m = _mm256_set1_pd(0.999), c = _mm256_set1_pd(0.001);
+    for (std::int64_t it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) x[i] = _mm256_fmadd_pd(x[i], m, c);
+    double sum = 0.0;
+    for (auto& v : x) sum += _mm256_cvtsd_f64(v);
+    return sum;
+}
+
+__attribute__((target("avx512f"))) double fma_512_f32(std::int64_t iters) {
+    __m512 x[kChains];
+    for (int i = 0; i < kChains; ++i) x[i] = _mm512_set1_ps(static_cast<float>(i));
+    const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+    for (std::int64_t it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) x[i] = _mm512_fmadd_ps(x[i], m, c);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, x[0]);  // one lane of each chain is enough to keep them all
+    for (int i = 1; i < kChains; ++i) _mm512_store_ps(lanes, _mm512_add_ps(x[i], _mm512_load_ps(lanes)));
+    return lanes[0];
+}
+
+__attribute__((target("avx512f"))) double fma_512_f64(std::int64_t iters) {
+    __m512d x[kChains];
+    for (int i = 0; i < kChains; ++i) x[i] = _mm512_set1_pd(i);
+    const __m512d m = _mm512_set1_pd(0.999), c = _mm512_set1_pd(0.001);
+    for (std::int64_t it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) x[i] = _mm512_fmadd_pd(x[i], m, c);
+    alignas(64) double lanes[8];
+    _mm512_store_pd(lanes, x[0]);
+    for (int i = 1; i < kChains; ++i) _mm512_store_pd(lanes, _mm512_add_pd(x[i], _mm512_load_pd(lanes)));
+    return lanes[0];
+}
+
+using FmaLoop = double (*)(std::int64_t);
+
+FmaLoop fma_loop(VectorWidth w, bool fp64) {
+    switch (w) {
+        case VectorWidth::Bits128: return fp64 ? fma_128_f64 : fma_128_f32;
+        case VectorWidth::Bits256: return fp64 ? fma_256_f64 : fma_256_f32;
+        case VectorWidth::Bits512: return fp64 ? fma_512_f64 : fma_512_f32;
+    }
+    return nullptr;
+}
+
+int lanes(VectorWidth w, bool fp64) {
+    const int bits = w == VectorWidth::Bits128 ? 128 : w == VectorWidth::Bits256 ? 256 : 512;
+    return bits / (fp64 ? 64 : 32);
+}
+
+// ---- STREAM -------------------------------------------------------------------------------
+
+struct Arrays {
+    std::unique_ptr<double, decltype(&std::free)> a{nullptr, &std::free}, b{nullptr, &std::free},
+        c{nullptr, &std::free};
+    std::int64_t n = 0;
+};
+
+double* aligned_doubles(std::int64_t n) {
+    auto* p = static_cast<double*>(std::aligned_alloc(64, static_cast<std::size_t>((n * 8 + 63) / 64 * 64)));
+    check(p != nullptr, "stream: out of memory");
+    return p;
+}
+
+// Each thread first touches the part of the arrays it will work on (on a NUMA machine
+// the pages land near it), as STREAM does.
+Arrays make_arrays(std::int64_t array_bytes, int threads) {
+    Arrays s;
+    s.n = std::max<std::int64_t>(array_bytes / 8, 1);
+    s.a.reset(aligned_doubles(s.n));
+    s.b.reset(aligned_doubles(s.n));
+    s.c.reset(aligned_doubles(s.n));
+    double *a = s.a.get(), *b = s.b.get(), *c = s.c.get();
+    parallel_run(threads, [&](int t) {
+        const std::int64_t lo = s.n * t / threads, hi = s.n * (t + 1) / threads;
+        for (std::int64_t i = lo; i < hi; ++i) a[i] = 1.0, b[i] = 2.0, c[i] = 0.0;
+    });
+    return s;
+}
+
+void triad(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi) {
+    // LAB 04 BEGIN: the STREAM triad loop
+    // a[i] = b[i] + s * c[i] for i in [lo, hi): two arrays read, one written.
+    for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+    // LAB 04 END
+}
+
+template <class Pass>
+double best_gbs(const Arrays& s, int threads, int passes, double bytes, Pass pass) {
+    double best = 0.0;
+    for (int p = 0; p < passes; ++p) {
+        const auto start = Clock::now();
+        parallel_run(threads, [&](int t) { pass(s.n * t / threads, s.n * (t + 1) / threads); });
+        best = std::max(best, bytes / seconds_since(start) * 1e-9);
+    }
+    return best;
+}
+
+// ---- pointer chasing ----------------------------------------------------------------------
+
+struct alignas(64) Line {
+    Line* next;
+    char pad[64 - sizeof(Line*)];
+};
+
+}  // namespace
+
+std::string to_string(VectorWidth w) {
+    switch (w) {
+        case VectorWidth::Bits128: return "128-bit";
+        case VectorWidth::Bits256: return "256-bit";
+        case VectorWidth::Bits512: return "512-bit";
+    }
+    return "?";
+}
+
+std::vector<VectorWidth> fma_widths() {
+    const auto& f = sys::cpu_info().features;
+    std::vector<VectorWidth> w;
+    if (f.fma && f.avx2) w = {VectorWidth::Bits128, VectorWidth::Bits256};
+    if (f.fma && f.avx512f) w.push_back(VectorWidth::Bits512);
+    return w;
+}
+
+PeakResult fma_peak(VectorWidth width, bool fp64, int threads, double seconds) {
+    const auto widths = fma_widths();
+    check(std::find(widths.begin(), widths.end(), width) != widths.end(),
+          "fma_peak: this CPU has no " + to_string(width) + " FMA");
+    check(threads >= 1, "fma_peak: threads must be >= 1");
+    const FmaLoop loop = fma_loop(width, fp64);
+    // Many short runs, keeping the best: on a shared machine any run may lose its core
+    // for a while, and the peak is what the hardware can do, not what it did while
+    // interrupted. Calibrate one run to about 1/30 of the time on one thread first (this
+    // also warms the core's clock up).
+    constexpr int kRuns = 30;
+    std::int64_t iters = 1 << 12;
+    for (;;) {
+        const auto start = Clock::now();
+        volatile double sink = loop(iters);
+        (void)sink;
+        if (seconds_since(start) > seconds / kRuns || iters > (std::int64_t{1} << 40)) break;
+        iters *= 2;
+    }
+    PeakResult r;
+    r.width = width;
+    r.fp64 = fp64;
+    std::vector<double> sinks(static_cast<std::size_t>(threads));
+    r.seconds = 1e30;
+    for (int run = 0; run < kRuns; ++run) {
+        const auto start = Clock::now();
+        parallel_run(threads, [&](int t) { sinks[static_cast<std::size_t>(t)] = loop(iters); });
+        r.seconds = std::min(r.seconds, seconds_since(start));
+    }
+    r.threads = std::min(threads, get_num_threads());
+    // LAB 04 BEGIN: count the flops of the FMA probe
+    // Each thread ran iters x kChains FMAs on lanes(width, fp64) lanes each, and an FMA
+    // is 2 floating-point operations (a multiply and an add).
+    const double flops = 2.0 * static_cast<double>(iters) * kChains * lanes(width, fp64) * r.threads;
+    r.gflops = flops / r.seconds * 1e-9;
+    // LAB 04 END
+    return r;
+}
+
+double best_fp32_peak_gflops(int threads, double seconds) {
+    double best = 0.0;
+    for (const auto w : fma_widths()) best = std::max(best, fma_peak(w, false, threads, seconds).gflops);
+    check(best > 0.0, "best_fp32_peak_gflops: this CPU has no FMA3");
+    return best;
+}
+
+StreamResult stream_copy(std::int64_t array_bytes, int threads, int passes) {
+    threads = std::min(threads, get_num_threads());
+    const Arrays s = make_arrays(array_bytes, threads);
+    double *a = s.a.get(), *c = s.c.get();
+    StreamResult r{"copy", 2 * s.n * 8, threads, 0.0};
+    r.gbs = best_gbs(s, threads, passes, static_cast<double>(r.bytes), [&](std::int64_t lo, std::int64_t hi) {
+        std::copy(a + lo, a + hi, c + lo);
+    });
+    return r;
+}
+
+StreamResult stream_triad(std::int64_t array_bytes, int threads, int passes) {
+    threads = std::min(threads, get_num_threads());
+    const Arrays s = make_arrays(array_bytes, threads);
+    double *a = s.a.get(), *b = s.b.get(), *c = s.c.get();
+    StreamResult r{"triad", 3 * s.n * 8, threads, 0.0};
+    r.gbs = best_gbs(s, threads, passes, static_cast<double>(r.bytes),
+                     [&](std::int64_t lo, std::int64_t hi) { triad(a, b, c, 3.0, lo, hi); });
+    check(a[0] == 2.0 + 3.0 * 0.0 && a[s.n - 1] == 2.0, "stream_triad: the triad computed a wrong result");
+    return r;
+}
+
+double pointer_chase_ns(std::int64_t working_set_bytes, std::int64_t loads) {
+    const std::int64_t n = std::max<std::int64_t>(working_set_bytes / 64, 2);
+    const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(Line);
+    std::unique_ptr<Line, decltype(&std::free)> lines(static_cast<Line*>(std::aligned_alloc(2 << 20, (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20))), &std::free);
+    check(lines != nullptr, "pointer_chase: out of memory for " + std::to_string(working_set_bytes) + " bytes");
+    // Huge pages where the OS allows them, so large working sets measure the caches and
+    // DRAM rather than page-table walks.
+    madvise(lines.get(), bytes, MADV_HUGEPAGE);
+    // A random cyclic order of the lines (Sattolo's shuffle gives one cycle through all).
+    std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    Rng rng(42);
+    for (std::int64_t i = n - 1; i > 0; --i)
+        std::swap(order[static_cast<std::size_t>(i)],
+                  order[static_cast<std::size_t>(rng.next_u64() % static_cast<std::uint64_t>(i))]);
+    Line* base = lines.get();
+    for (std::int64_t i = 0; i < n; ++i)
+        base[order[static_cast<std::size_t>(i)]].next = &base[order[static_cast<std::size_t>((i + 1) % n)]];
+    // LAB 04 BEGIN: chase the pointers
+    // Walk p = p->next from base[0]; every load depends on the previous one, so the time
+    // per load is the latency. Walk the cycle once untimed first (to warm the caches and
+    // the TLB), then time `loads` steps (best of a few runs), and use the final pointer
+    // so the compiler keeps the loop.
+    // Take the best of 3 timed walks (a walk interrupted by another process is slower).
+    const Line* p = base;
+    for (std::int64_t i = 0; i < n; ++i) p = p->next;
+    double best = 1e30;
+    for (int run = 0; run < 3; ++run) {
+        const auto start = Clock::now();
+        for (std::int64_t i = 0; i < loads / 3; ++i) p = p->next;
+        best = std::min(best, seconds_since(start) * 1e9 / static_cast<double>(loads / 3));
+    }
+    check(p != nullptr, "pointer_chase: broken cycle");
+    return best;
+    // LAB 04 END
+}
+
+std::vector<LatencyPoint> latency_ladder(std::int64_t min_bytes, std::int64_t max_bytes,
+                                         std::int64_t loads_per_point) {
+    std::vector<LatencyPoint> ladder;
+    for (std::int64_t b = min_bytes; b <= max_bytes; b *= 2) ladder.push_back({b, pointer_chase_ns(b, loads_per_point)});
+    return ladder;
+}
+
+double ridge_point(double peak_gflops, double bandwidth_gbs) {
+    check(peak_gflops > 0 && bandwidth_gbs > 0, "ridge_point: peak and bandwidth must be positive");
+    // LAB 04 BEGIN: the ridge point of the roofline
+    // The ridge is the intensity where bandwidth x intensity reaches the peak.
+    return peak_gflops / bandwidth_gbs;
+    // LAB 04 END
+}
+
+double roofline_gflops(double intensity, double peak_gflops, double bandwidth_gbs) {
+    // LAB 04 BEGIN: the attainable GFLOP/s under the roofline
+    // Whichever roof is lower at this intensity: the compute roof or the bandwidth roof.
+    return std::min(peak_gflops, bandwidth_gbs * intensity);
+    // LAB 04 END
+}
+
+bool memory_bound(double intensity, double peak_gflops, double bandwidth_gbs) {
+    // LAB 04 BEGIN: memory-bound or compute-bound
+    // Left of the ridge point the bandwidth roof is the lower one.
+    return intensity < ridge_point(peak_gflops, bandwidth_gbs);
+    // LAB 04 END
+}
+
+}  // namespace gl::hw

@@ -1,0 +1,81 @@
+/// @file
+/// @brief Machine probes for the roofline and the memory hierarchy: peak FMA throughput,
+/// STREAM bandwidth and pointer-chasing latency, each a small readable program.
+///
+/// Owns: measuring what the hardware can do, so kernels can be placed against it (% of
+/// peak, % of bandwidth). Knows nothing about tensors or the kernels it is compared with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gl::hw {
+
+/// Vector widths an FMA probe can use; each needs its instruction set (SSE2+FMA is not a
+/// thing: the 128-bit probe uses FMA3 on xmm registers, so it needs FMA too).
+enum class VectorWidth { Bits128, Bits256, Bits512 };
+
+/// "128-bit", "256-bit", "512-bit".
+std::string to_string(VectorWidth w);
+
+/// The widths this CPU can run FMAs at (empty without FMA3).
+std::vector<VectorWidth> fma_widths();
+
+/// One peak measurement.
+struct PeakResult {
+    VectorWidth width = VectorWidth::Bits256;  ///< vector width used
+    bool fp64 = false;                         ///< double (true) or float precision
+    int threads = 1;                           ///< threads that ran it, each on its own CPU
+    double gflops = 0.0;                       ///< billions of floating-point operations per second, all threads
+    double seconds = 0.0;                      ///< wall time of the timed run
+};
+
+/// Peak FMA throughput: every thread runs independent chains of fused multiply-adds
+/// (enough of them to hide the FMA latency) for about @p seconds; 2 flops per lane per FMA.
+PeakResult fma_peak(VectorWidth width, bool fp64, int threads, double seconds = 0.1);
+
+/// The best FP32 peak over the widths this CPU has, on @p threads threads (GFLOP/s).
+double best_fp32_peak_gflops(int threads, double seconds = 0.1);
+
+/// One STREAM measurement (bytes counted as STREAM does: each array read or written once,
+/// no write-allocate traffic).
+struct StreamResult {
+    std::string kernel;        ///< "copy" or "triad"
+    std::int64_t bytes = 0;    ///< bytes moved per pass
+    int threads = 1;           ///< threads used
+    double gbs = 0.0;          ///< best pass, GB/s (10^9 bytes per second)
+};
+
+/// STREAM copy (c[i] = a[i]) over arrays of @p array_bytes each: best of @p passes.
+StreamResult stream_copy(std::int64_t array_bytes, int threads, int passes = 5);
+/// STREAM triad (a[i] = b[i] + s * c[i]) over arrays of @p array_bytes each.
+StreamResult stream_triad(std::int64_t array_bytes, int threads, int passes = 5);
+
+/// Average latency of one dependent load, in nanoseconds, when chasing pointers through
+/// a random cycle over @p working_set_bytes (one pointer per 64-byte cache line, so every
+/// load touches a new line and the prefetchers cannot guess the next one).
+double pointer_chase_ns(std::int64_t working_set_bytes, std::int64_t loads = 2'000'000);
+
+/// One rung of the latency ladder.
+struct LatencyPoint {
+    std::int64_t bytes = 0;  ///< working set
+    double ns = 0.0;         ///< latency per load
+};
+
+/// Latency over working sets from @p min_bytes to @p max_bytes, doubling.
+std::vector<LatencyPoint> latency_ladder(std::int64_t min_bytes, std::int64_t max_bytes,
+                                         std::int64_t loads_per_point = 2'000'000);
+
+// ---- The roofline model ----
+
+/// The arithmetic intensity (flops per byte moved) where the bandwidth roof meets the
+/// compute roof: peak / bandwidth. Kernels below it are limited by memory.
+double ridge_point(double peak_gflops, double bandwidth_gbs);
+/// The GFLOP/s a kernel of @p intensity flops per byte can reach at most:
+/// min(peak, bandwidth * intensity).
+double roofline_gflops(double intensity, double peak_gflops, double bandwidth_gbs);
+/// True when a kernel of @p intensity is limited by memory bandwidth, not by FMA peak.
+bool memory_bound(double intensity, double peak_gflops, double bandwidth_gbs);
+
+}  // namespace gl::hw

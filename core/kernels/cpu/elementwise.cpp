@@ -1,0 +1,168 @@
+// Bandwidth-bound kernels. Each one moves a few bytes per flop, so the roofline says
+// their speed is bytes / bandwidth, whatever the FLOP/s peak: what matters is to touch
+// each byte once, in order, with whole cache lines, and (for arrays larger than the
+// caches) to use every core's share of the memory bandwidth.
+#include "kernels/cpu/elementwise.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "parallel/thread_pool.hpp"
+
+// Compiled three times (AVX-512, AVX2, baseline x86-64); the dynamic loader picks
+// the best clone for this CPU once, at start-up.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define GL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GL_VECTOR_CLONES
+#endif
+
+namespace gl::kernels {
+namespace {
+
+// Below this many elements a second thread costs more to wake than it saves.
+constexpr std::int64_t kGrain = 1 << 16;
+
+inline float exp_inline(float x) {
+    x = x < -87.0f ? -87.0f : x;  // selects, not branches: the loop stays vectorizable
+    x = x > 88.0f ? 88.0f : x;
+    // x = n ln2 + r: n = round(x / ln2), r in [-ln2/2, ln2/2]. Adding and subtracting
+    // 1.5 * 2^23 rounds to the nearest integer without a branch or a rounding instruction.
+    // ln2 is split in two parts so n * ln2_hi is exact.
+    const float fn = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+    const int n = static_cast<int>(fn);
+    const float r = (x - fn * 0.693145752f) - fn * 1.42860677e-6f;
+    // e^r by its Taylor series to r^6 (error < 1e-7 on the reduced range), Horner form.
+    float p = 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    // 2^n: put n + 127 into the exponent bits of a float.
+    return p * std::bit_cast<float>(static_cast<std::uint32_t>(n + 127) << 23);
+}
+
+GL_VECTOR_CLONES void relu_range(const float* __restrict x, float* __restrict y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+GL_VECTOR_CLONES void relu_backward_range(const float* __restrict g, const float* __restrict y,
+                                          float* __restrict dx, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? g[i] : 0.0f;
+}
+
+GL_VECTOR_CLONES void add_range(const float* __restrict a, const float* __restrict b, float* __restrict out,
+                                std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+GL_VECTOR_CLONES void axpy_range(float alpha, const float* __restrict x, float* __restrict y, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+GL_VECTOR_CLONES void sum_rows_range(const float* __restrict a, double* __restrict sums, std::int64_t rows,
+                                     std::int64_t cols) {
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) sums[c] += static_cast<double>(a[r * cols + c]);
+}
+
+GL_VECTOR_CLONES void sgd_range(float* __restrict p, const float* __restrict g, float* __restrict v, std::int64_t n,
+                                float lr, float momentum, float wd) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float d = g[i] + wd * p[i];
+        v[i] = momentum * v[i] + d;
+        p[i] -= lr * v[i];
+    }
+}
+
+GL_VECTOR_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m,
+                                 float* __restrict v, std::int64_t n, AdamStep s) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float d = g[i] + s.wd * p[i];
+        m[i] = s.beta1 * m[i] + (1.0f - s.beta1) * d;
+        v[i] = s.beta2 * v[i] + (1.0f - s.beta2) * d * d;
+        p[i] -= s.step_size * m[i] / (std::sqrt(v[i]) * s.inv_sqrt_c2 + s.eps);
+    }
+}
+
+GL_VECTOR_CLONES void softmax_range(const float* __restrict x, float* __restrict y, std::int64_t rows,
+                                    std::int64_t cols) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const float* in = x + r * cols;
+        float* out = y + r * cols;
+        // Max and sum keep 16 partial results (one vector), so they vectorize without
+        // reassociating a single running sum, which the compiler may not do on its own.
+        float part[16];
+        std::fill(part, part + 16, in[0]);
+        std::int64_t c = 0;
+        for (; c + 16 <= cols; c += 16)
+            for (int l = 0; l < 16; ++l) part[l] = in[c + l] > part[l] ? in[c + l] : part[l];
+        for (; c < cols; ++c) part[0] = in[c] > part[0] ? in[c] : part[0];
+        const float m = *std::max_element(part, part + 16);
+        for (c = 0; c < cols; ++c) out[c] = exp_inline(in[c] - m);
+        std::fill(part, part + 16, 0.0f);
+        for (c = 0; c + 16 <= cols; c += 16)
+            for (int l = 0; l < 16; ++l) part[l] += out[c + l];
+        for (; c < cols; ++c) part[0] += out[c];
+        float total = 0.0f;
+        for (float v : part) total += v;
+        const float inv = 1.0f / total;
+        for (std::int64_t c = 0; c < cols; ++c) out[c] *= inv;
+    }
+}
+
+}  // namespace
+
+float exp_approx(float x) { return exp_inline(x); }
+
+void relu(const float* x, float* y, std::int64_t n) {
+    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) { relu_range(x + b, y + b, e - b); });
+}
+
+void relu_backward(const float* g, const float* y, float* dx, std::int64_t n) {
+    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) { relu_backward_range(g + b, y + b, dx + b, e - b); });
+}
+
+void add(const float* a, const float* b, float* out, std::int64_t n) {
+    parallel_for(n, kGrain, [&](std::int64_t lo, std::int64_t hi) { add_range(a + lo, b + lo, out + lo, hi - lo); });
+}
+
+void add_row(const float* a, const float* row, float* out, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t grain_rows = std::max<std::int64_t>(kGrain / std::max<std::int64_t>(cols, 1), 1);
+    parallel_for(rows, grain_rows, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t r = lo; r < hi; ++r) add_range(a + r * cols, row, out + r * cols, cols);
+    });
+}
+
+void axpy(float alpha, const float* x, float* y, std::int64_t n) {
+    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) { axpy_range(alpha, x + b, y + b, e - b); });
+}
+
+void sum_rows(const float* a, double* sums, std::int64_t rows, std::int64_t cols) {
+    std::fill(sums, sums + cols, 0.0);
+    sum_rows_range(a, sums, rows, cols);
+}
+
+void sgd_step(float* p, const float* g, float* v, std::int64_t n, float lr, float momentum, float wd) {
+    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+        sgd_range(p + b, g + b, v + b, e - b, lr, momentum, wd);
+    });
+}
+
+void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) {
+    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
+        adam_range(p + b, g + b, m + b, v + b, e - b, s);
+    });
+}
+
+void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t grain_rows = std::max<std::int64_t>(kGrain / std::max<std::int64_t>(cols, 1), 1);
+    parallel_for(rows, grain_rows, [&](std::int64_t lo, std::int64_t hi) {
+        softmax_range(x + lo * cols, y + lo * cols, hi - lo, cols);
+    });
+}
+
+}  // namespace gl::kernels

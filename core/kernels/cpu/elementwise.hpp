@@ -1,0 +1,54 @@
+/// @file
+/// @brief Element-wise and row-wise float32 kernels of the training step, written to run
+/// at memory bandwidth: relu, add, axpy, the SGD and Adam updates, row softmax.
+///
+/// Owns: the loops over contiguous float arrays. Each loop is one pass over memory with
+/// no branch in its body, so the compiler vectorizes it; the functions are compiled for
+/// AVX-512, AVX2 and the baseline and the loader picks the best the CPU runs
+/// (target_clones); large arrays are split over gl::get_num_threads() threads, because
+/// one core alone cannot draw the full memory bandwidth. Knows nothing about tensors.
+#pragma once
+
+#include <cstdint>
+
+namespace gl::kernels {
+
+/// y[i] = max(x[i], 0).
+void relu(const float* x, float* y, std::int64_t n);
+/// dx[i] = y[i] > 0 ? g[i] : 0, where y is relu's output.
+void relu_backward(const float* g, const float* y, float* dx, std::int64_t n);
+/// out[i] = a[i] + b[i].
+void add(const float* a, const float* b, float* out, std::int64_t n);
+/// out[r, c] = a[r, c] + row[c] for a [rows, cols] array (adding a bias to every row).
+void add_row(const float* a, const float* row, float* out, std::int64_t rows, std::int64_t cols);
+/// y[i] += alpha * x[i].
+void axpy(float alpha, const float* x, float* y, std::int64_t n);
+/// sums[c] = sum over r of a[r, c], accumulated in double (the bias gradient).
+void sum_rows(const float* a, double* sums, std::int64_t rows, std::int64_t cols);
+
+/// SGD with momentum and weight decay on n parameters:
+/// d = g + wd * p;  v = momentum * v + d;  p -= lr * v.
+void sgd_step(float* p, const float* g, float* v, std::int64_t n, float lr, float momentum, float wd);
+
+/// Settings of one Adam step (bias corrections already folded in).
+struct AdamStep {
+    float step_size = 0.0f;    ///< lr / (1 - beta1^t)
+    float beta1 = 0.9f;        ///< first-moment decay
+    float beta2 = 0.999f;      ///< second-moment decay
+    float inv_sqrt_c2 = 1.0f;  ///< 1 / sqrt(1 - beta2^t)
+    float eps = 1e-8f;         ///< added to the denominator
+    float wd = 0.0f;           ///< L2 weight decay
+};
+
+/// Adam on n parameters: d = g + wd p; m = b1 m + (1-b1) d; v = b2 v + (1-b2) d^2;
+/// p -= step_size * m / (sqrt(v) * inv_sqrt_c2 + eps).
+void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s);
+
+/// Row-wise softmax of a [rows, cols] array: y = exp(x - max) / sum(exp(x - max)).
+void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+
+/// exp(x) to about 2 ulp for x in float range, written so that loops over it vectorize
+/// (range reduction to 2^n * e^r, |r| <= ln2/2, and a degree-6 polynomial for e^r).
+float exp_approx(float x);
+
+}  // namespace gl::kernels

@@ -1,0 +1,42 @@
+/// @file
+/// @brief Intra-op threads: a small pool of pinned worker threads and the thread-count
+/// control every threaded kernel honours (the spirit of torch.set_num_threads).
+///
+/// Owns: how many threads a kernel may use, the worker threads themselves, and how they
+/// are placed on CPUs. Knows nothing about what the kernels compute.
+///
+/// Why pinned: on a 2-core machine the scheduler may put two busy threads on one core
+/// for milliseconds at a time, which halves a parallel kernel's speed at random. Worker
+/// t is bound to the t-th CPU the process may use (modulo their number), and the thread
+/// that starts a parallel region runs share 0 and is bound to the first CPU, as OpenMP
+/// does with OMP_PROC_BIND=true.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace gl {
+
+/// Sets how many threads parallel kernels use (>= 1). More threads than CPUs is allowed
+/// (to show that it does not help); the default is the number of CPUs this process may
+/// run on. Not to be called from inside a parallel region.
+void set_num_threads(int n);
+
+/// How many threads parallel kernels use now.
+int get_num_threads();
+
+/// Runs fn(t) for every t in [0, n) at once, share t on thread t (the caller runs share
+/// 0), and returns when all have finished. n is capped at get_num_threads(); a call from
+/// inside a parallel region runs every share on the calling thread. An exception thrown
+/// by a share is rethrown here after all shares have finished.
+void parallel_run(int n, const std::function<void(int)>& fn);
+
+/// Splits [0, count) into at most get_num_threads() contiguous ranges of at least
+/// @p grain items each and runs fn(begin, end) on each range in parallel.
+void parallel_for(std::int64_t count, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+/// True on a thread that is running a share of a parallel region.
+bool in_parallel_region();
+
+}  // namespace gl
