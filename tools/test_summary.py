@@ -10,7 +10,10 @@ from pathlib import Path
 def count_junit(path: Path):
     passed = failed = skipped = 0
     failures = []
-    root = ET.parse(path).getroot()
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        return 0, 1, 0, [f"{path.name}: unreadable JUnit XML ({e}); see meson-logs/testlog.txt"]
     for suite in root.iter("testsuite"):
         for case in suite.findall("testcase"):
             # Meson adds one testcase per test executable on top of gtest's own cases;
