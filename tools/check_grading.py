@@ -185,15 +185,28 @@ def check_reference(checks: Checks, lab: grade.Lab, work: Path, jobs: int) -> Gr
         (reference / core_path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REPO / core_path, reference / core_path)
     graded = run_grader(lab.number, reference, work, "reference", jobs, None, wall_limit(lab, None))
+    note = ""
+    # A timed item compares the reference with itself; on a busy machine one measurement
+    # can come out slow. Partial points only on such items: measure once more (the build
+    # is reused), and say so. Any other shortfall fails at once.
+    if not basic_problems(graded) and shortfalls(graded) and \
+            all(t["extra_data"]["result"] == "partial" for t in shortfalls(graded)):
+        first = score_line(graded)
+        graded = run_grader(lab.number, reference, work, "reference-again", jobs, None, wall_limit(lab, None))
+        note = f" (timed items measured twice; the first run gave {first})"
     problems = basic_problems(graded)
     if not problems:
-        for t in graded.items():
-            if t["score"] != t["max_score"]:
-                problems.append(f"{t['name']!r}: {t['score']:g}/{t['max_score']:g}, "
-                                f"{t['extra_data']['result']}: {t['output'][:500]}")
-    checks.report("(b) reference scores full marks", problems, score_line(graded),
+        for t in shortfalls(graded):
+            problems.append(f"{t['name']!r}: {t['score']:g}/{t['max_score']:g}, "
+                            f"{t['extra_data']['result']}: {t['output'][:500]}")
+    checks.report("(b) reference scores full marks", problems, score_line(graded) + note,
                   log_if_unusable(graded))
     return graded
+
+
+def shortfalls(graded: Graded) -> list[dict]:
+    """The items that did not earn all their points."""
+    return [t for t in graded.items() if t["score"] != t["max_score"]]
 
 
 def make_hanging_copy(lab: grade.Lab, case: HangCase, reference: Path, target: Path) -> None:
