@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/elementwise_lowp.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_lowp.hpp"
@@ -72,7 +73,7 @@ void BM_Axpy(benchmark::State& state, DType storage) {
     gl::numerics::from_float(storage == DType::Float32 ? DType::Float16 : storage, x.data(), x16.data(), n);
     gl::numerics::from_float(storage == DType::Float32 ? DType::Float16 : storage, y.data(), y16.data(), n);
     for (auto _ : state) {
-        if (storage == DType::Float32) gl::kernels::axpy_f32(n, 1e-3f, x.data(), y.data());
+        if (storage == DType::Float32) gl::kernels::axpy(1e-3f, x.data(), y.data(), static_cast<std::int64_t>(n));
         else if (storage == DType::Float16) gl::kernels::axpy_f16(n, 1e-3f, x16.data(), y16.data());
         else gl::kernels::axpy_bf16(n, 1e-3f, x16.data(), y16.data());
         benchmark::ClobberMemory();

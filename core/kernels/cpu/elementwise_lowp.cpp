@@ -1,4 +1,5 @@
-// Element-wise kernels on 16-bit storage, side by side with FP32. Each has a portable loop
+// Element-wise kernels on 16-bit storage, side by side with the FP32 ones of
+// elementwise.hpp (same arithmetic, same threading). Each has a portable loop
 // (plain C++, the 16-bit conversions of numerics/) and an AVX-512 version that handles 16
 // elements per step: vcvtph2ps / vcvtps2ph for half, a shift and the round-to-nearest-even
 // bit trick for bfloat16. Both give bit-identical results.
@@ -9,6 +10,7 @@
 
 #include "numerics/bfloat16.hpp"
 #include "numerics/half.hpp"
+#include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
@@ -49,13 +51,6 @@ __mmask16 tail_mask(std::size_t left) {
     return static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
 }
 
-GL_AVX512 void axpy_f32_avx512(std::size_t n, float a, const float* x, float* y) {
-    const __m512 av = _mm512_set1_ps(a);
-    for (std::size_t i = 0; i < n; i += 16) {
-        const __mmask16 m = tail_mask(n - i);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
-    }
-}
 GL_AVX512 void axpy_f16_avx512(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
     const __m512 av = _mm512_set1_ps(a);
     for (std::size_t i = 0; i < n; i += 16) {
@@ -68,12 +63,6 @@ GL_AVX512 void axpy_bf16_avx512(std::size_t n, float a, const std::uint16_t* x, 
     for (std::size_t i = 0; i < n; i += 16) {
         const __mmask16 m = tail_mask(n - i);
         store_bf16(y + i, _mm512_fmadd_ps(av, load_bf16(x + i, m), load_bf16(y + i, m)), m);
-    }
-}
-GL_AVX512 void relu_f32_avx512(std::size_t n, const float* x, float* y) {
-    for (std::size_t i = 0; i < n; i += 16) {
-        const __mmask16 m = tail_mask(n - i);
-        _mm512_mask_storeu_ps(y + i, m, _mm512_max_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_setzero_ps()));
     }
 }
 GL_AVX512 void relu_f16_avx512(std::size_t n, const std::uint16_t* x, std::uint16_t* y) {
@@ -89,18 +78,7 @@ bool use_avx512() {
     return GL_X86 && f.avx512f && f.avx512bw && f.avx512vl;
 }
 
-}  // namespace
-
-bool elementwise_lowp_uses_avx512() { return use_avx512(); }
-
-void axpy_f32(std::size_t n, float a, const float* x, float* y) {
-#if GL_X86
-    if (use_avx512()) return axpy_f32_avx512(n, a, x, y);
-#endif
-    for (std::size_t i = 0; i < n; ++i) y[i] = a * x[i] + y[i];
-}
-
-void axpy_f16(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
+void axpy_f16_range(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
 #if GL_X86
     if (use_avx512()) return axpy_f16_avx512(n, a, x, y);
 #endif
@@ -108,7 +86,7 @@ void axpy_f16(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) 
         y[i] = float_to_half_bits(std::fma(a, half_bits_to_float(x[i]), half_bits_to_float(y[i])));
 }
 
-void axpy_bf16(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
+void axpy_bf16_range(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
 #if GL_X86
     if (use_avx512()) return axpy_bf16_avx512(n, a, x, y);
 #endif
@@ -116,18 +94,38 @@ void axpy_bf16(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y)
         y[i] = float_to_bfloat16_bits(std::fma(a, bfloat16_bits_to_float(x[i]), bfloat16_bits_to_float(y[i])));
 }
 
-void relu_f32(std::size_t n, const float* x, float* y) {
-#if GL_X86
-    if (use_avx512()) return relu_f32_avx512(n, x, y);
-#endif
-    for (std::size_t i = 0; i < n; ++i) y[i] = std::max(x[i], 0.0f);
-}
-
-void relu_f16(std::size_t n, const std::uint16_t* x, std::uint16_t* y) {
+void relu_f16_range(std::size_t n, const std::uint16_t* x, std::uint16_t* y) {
 #if GL_X86
     if (use_avx512()) return relu_f16_avx512(n, x, y);
 #endif
     for (std::size_t i = 0; i < n; ++i) y[i] = float_to_half_bits(std::max(half_bits_to_float(x[i]), 0.0f));
+}
+
+// Elements per thread at least: below this, waking a second thread costs more than it saves.
+constexpr std::int64_t kGrain = 1 << 16;
+
+}  // namespace
+
+bool elementwise_lowp_uses_avx512() { return use_avx512(); }
+
+// Large arrays are split over the intra-op threads, as the FP32 kernels are: one core
+// alone cannot draw the full memory bandwidth.
+void axpy_f16(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
+    parallel_for(static_cast<std::int64_t>(n), kGrain, [&](std::int64_t b, std::int64_t e) {
+        axpy_f16_range(static_cast<std::size_t>(e - b), a, x + b, y + b);
+    });
+}
+
+void axpy_bf16(std::size_t n, float a, const std::uint16_t* x, std::uint16_t* y) {
+    parallel_for(static_cast<std::int64_t>(n), kGrain, [&](std::int64_t b, std::int64_t e) {
+        axpy_bf16_range(static_cast<std::size_t>(e - b), a, x + b, y + b);
+    });
+}
+
+void relu_f16(std::size_t n, const std::uint16_t* x, std::uint16_t* y) {
+    parallel_for(static_cast<std::int64_t>(n), kGrain, [&](std::int64_t b, std::int64_t e) {
+        relu_f16_range(static_cast<std::size_t>(e - b), x + b, y + b);
+    });
 }
 
 }  // namespace gl::kernels

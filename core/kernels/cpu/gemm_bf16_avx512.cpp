@@ -5,12 +5,14 @@
 // bytes to load. The kernel is the packed GEMM of the FP32 family (Goto's loops: B panel
 // in L2/L3, A block in L2, a 12 x 32 micro-tile in 24 zmm accumulators) with operands
 // packed in K pairs (gemm_lowp_pack.hpp). The products are exact in FP32 and the sums are
-// FP32: bfloat16 storage, FP32 accumulation.
+// FP32: bfloat16 storage, FP32 accumulation. Blocks of rows of C run on the intra-op
+// threads (parallel/thread_pool.hpp), like the FP32 `threaded` kernel.
 #include <cstring>
 #include <vector>
 
 #include "base/error.hpp"
 #include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
@@ -59,38 +61,49 @@ __attribute__((target("avx512f,avx512bf16"))) void micro_12x32(std::int64_t pair
         _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
     }
 }
+
+// One block of rows [ic, ic + mc) of C against the packed panel of B: pack the rows of A,
+// then run the micro-kernel over every 12 x 32 tile (edges through a scratch tile).
+void block_of_rows(const LowpGemmArgs& g, const std::uint16_t* packed_b, std::int64_t jc, std::int64_t nc,
+                   std::int64_t pc, std::int64_t kc, std::int64_t ic, std::int64_t mc, std::uint16_t* packed_a) {
+    const std::int64_t pairs = lowp::round_up(kc, 2) / 2;
+    alignas(64) float edge[kMR * kNR];
+    lowp::pack_a(g, ic, mc, pc, kc, kMR, 2, packed_a);
+    for (std::int64_t jr = 0; jr < nc; jr += kNR) {
+        const std::uint16_t* b = packed_b + jr * 2 * pairs;  // this sliver of B stays in L1
+        for (std::int64_t ir = 0; ir < mc; ir += kMR) {
+            const std::uint16_t* a = packed_a + ir * 2 * pairs;
+            const std::int64_t rows = std::min(kMR, mc - ir), cols = std::min(kNR, nc - jr);
+            if (rows == kMR && cols == kNR) {
+                micro_12x32(pairs, a, b, g.C + (ic + ir) * g.ldc + jc + jr, g.ldc);
+            } else {  // an edge: compute the full tile aside, add the part that exists
+                std::fill(edge, edge + kMR * kNR, 0.0f);
+                micro_12x32(pairs, a, b, edge, kNR);
+                lowp::add_tile(g, edge, kNR, ic + ir, jc + jr, rows, cols);
+            }
+        }
+    }
+}
 #endif
 
 void gemm_bf16_avx512(const LowpGemmArgs& g) {
 #if defined(__x86_64__)
     lowp::zero_c(g);
     std::vector<std::uint16_t> packed_b(static_cast<std::size_t>(kKC * lowp::round_up(std::min(g.N, kNC), kNR)));
-    std::vector<std::uint16_t> packed_a(static_cast<std::size_t>(kKC * lowp::round_up(std::min(g.M, kMC), kMR)));
-    alignas(64) float edge[kMR * kNR];
+    const std::int64_t blocks = (g.M + kMC - 1) / kMC;
     for (std::int64_t jc = 0; jc < g.N; jc += kNC) {
         const std::int64_t nc = std::min(kNC, g.N - jc);
         for (std::int64_t pc = 0; pc < g.K; pc += kKC) {
             const std::int64_t kc = std::min(kKC, g.K - pc);
-            const std::int64_t pairs = lowp::round_up(kc, 2) / 2;
             lowp::pack_b(g, pc, kc, jc, nc, kNR, 2, packed_b.data());
-            for (std::int64_t ic = 0; ic < g.M; ic += kMC) {
-                const std::int64_t mc = std::min(kMC, g.M - ic);
-                lowp::pack_a(g, ic, mc, pc, kc, kMR, 2, packed_a.data());
-                for (std::int64_t jr = 0; jr < nc; jr += kNR) {
-                    const std::uint16_t* b = packed_b.data() + jr * 2 * pairs;
-                    for (std::int64_t ir = 0; ir < mc; ir += kMR) {
-                        const std::uint16_t* a = packed_a.data() + ir * 2 * pairs;
-                        const std::int64_t rows = std::min(kMR, mc - ir), cols = std::min(kNR, nc - jr);
-                        if (rows == kMR && cols == kNR) {
-                            micro_12x32(pairs, a, b, g.C + (ic + ir) * g.ldc + jc + jr, g.ldc);
-                        } else {  // an edge: compute the full tile aside, add the part that exists
-                            std::fill(edge, edge + kMR * kNR, 0.0f);
-                            micro_12x32(pairs, a, b, edge, kNR);
-                            lowp::add_tile(g, edge, kNR, ic + ir, jc + jr, rows, cols);
-                        }
-                    }
-                }
-            }
+            // Blocks of rows of C are independent: the threads share the packed B panel and
+            // each packs its own rows of A (as the FP32 `threaded` kernel does).
+            parallel_for(blocks, 1, [&](std::int64_t first, std::int64_t last) {
+                std::vector<std::uint16_t> packed_a(static_cast<std::size_t>(kKC * lowp::round_up(kMC, kMR)));
+                for (std::int64_t blk = first; blk < last; ++blk)
+                    block_of_rows(g, packed_b.data(), jc, nc, pc, kc, blk * kMC, std::min(kMC, g.M - blk * kMC),
+                                  packed_a.data());
+            });
         }
     }
 #else
