@@ -5,6 +5,16 @@
 #include "ops/ops.hpp"
 
 namespace gl {
+namespace {
+
+// True when @p t is the only holder of its bytes (one reference to the tensor, one to
+// its storage) and lies contiguously from the storage's first element.
+bool can_take_over(const Tensor& t) {
+    return t.defined() && t.impl_ptr().use_count() == 1 && t.storage() && t.storage().use_count() == 1 &&
+           t.is_contiguous() && t.storage_offset() == 0;
+}
+
+}  // namespace
 
 std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
     auto leaf = leaf_.lock();
@@ -15,9 +25,18 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
               " for a leaf of shape " + shape_str(leaf->shape) +
               "; a backward function returned the wrong shape");
     if (!leaf->grad) {
-        // Own the gradient: the incoming tensor may be shared with other nodes.
-        memory::MemoryCategoryScope gradient_bytes(memory::MemoryCategory::Gradient);
-        leaf->grad = grad_output.clone().impl_ptr();
+        // Own the gradient. When nothing else holds the incoming tensor or its bytes (the
+        // engine hands over the only reference), take its bytes as they are: copying
+        // them would be a pure cost, a whole weight's size per parameter per step. Else
+        // copy, since another node may still read or add to the shared tensor.
+        if (can_take_over(grad_output)) {
+            Tensor taken = make_view(grad_output, grad_output.shape(), grad_output.strides(), 0);
+            memory::tag_memory(taken, memory::MemoryCategory::Gradient);
+            leaf->grad = taken.impl_ptr();
+        } else {
+            memory::MemoryCategoryScope gradient_bytes(memory::MemoryCategory::Gradient);
+            leaf->grad = grad_output.clone().impl_ptr();
+        }
     } else {
         add_(Tensor(leaf->grad), grad_output);
     }

@@ -28,7 +28,7 @@ void cpu_relax() {
 #endif
 }
 
-// The CPUs this process may run on, in order.
+// The CPUs the calling thread may run on, in order.
 std::vector<int> allowed_cpus() {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -40,6 +40,20 @@ std::vector<int> allowed_cpus() {
     return cpus;
 }
 
+// The CPUs this process may run on, read once, before the pool pins any thread: read
+// later from a pinned caller, they would be just that caller's one CPU.
+const std::vector<int>& process_cpus() {
+    static const std::vector<int> cpus = allowed_cpus();
+    return cpus;
+}
+
+void set_affinity(const std::vector<int>& cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
+
 void pin_to(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -49,7 +63,7 @@ void pin_to(int cpu) {
 
 class Pool {
 public:
-    explicit Pool(int threads) : cpus_(allowed_cpus()) {
+    explicit Pool(int threads) : cpus_(process_cpus()) {
         oversubscribed_ = threads > static_cast<int>(cpus_.size());
         for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { work(t); });
     }
@@ -137,7 +151,7 @@ private:
 
 struct State {
     std::mutex mutex;
-    int threads = static_cast<int>(allowed_cpus().size());
+    int threads = static_cast<int>(process_cpus().size());
     std::unique_ptr<Pool> pool;
 };
 
@@ -164,6 +178,19 @@ int get_num_threads() {
 }
 
 bool in_parallel_region() { return tls_in_region; }
+
+UnpinnedScope::UnpinnedScope() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) saved_cpus_.push_back(c);
+    set_affinity(process_cpus());
+}
+
+UnpinnedScope::~UnpinnedScope() {
+    if (!saved_cpus_.empty()) set_affinity(saved_cpus_);
+}
 
 void parallel_run(int n, const std::function<void(int)>& fn) {
     n = std::min(n, get_num_threads());

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace gl {
 
@@ -38,5 +39,21 @@ void parallel_for(std::int64_t count, std::int64_t grain,
 
 /// True on a thread that is running a share of a parallel region.
 bool in_parallel_region();
+
+/// Lets the calling thread run on every CPU of the process for the lifetime of this
+/// object, then restores its affinity. For calls into peer libraries (oneDNN's OpenMP
+/// threads, for one) that start their own threads from the caller: a new thread inherits
+/// its creator's affinity, so without this all of the peer's threads would share the one
+/// CPU the pool pinned the caller to, and the peer would be measured at half speed.
+class UnpinnedScope {
+public:
+    UnpinnedScope();
+    ~UnpinnedScope();
+    UnpinnedScope(const UnpinnedScope&) = delete;
+    UnpinnedScope& operator=(const UnpinnedScope&) = delete;
+
+private:
+    std::vector<int> saved_cpus_;
+};
 
 }  // namespace gl

@@ -5,6 +5,7 @@
 #include "autograd/grad_mode.hpp"
 #include "autograd/node.hpp"
 #include "autograd/gradcheck.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -55,6 +56,40 @@ TEST(Autograd, GradHooksSeeEachAccumulation) {
     sum(x).backward();
     EXPECT_EQ(calls, 2);
     EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{3, 3, 3}));
+}
+
+TEST(Autograd, ALeafTakesOverAGradientNobodyElseHoldsWithoutCopyingIt) {
+    memory::TrackingAllocator tracker;
+    {
+        memory::DefaultAllocatorScope use(tracker);
+        Tensor w = ones({64, 32}).set_requires_grad();
+        const Tensor x = ones({8, 64});
+        const Tensor loss = sum(matmul(x, w));
+        tracker.reset_peaks();
+        const std::size_t before = tracker.stats().total_current;
+        loss.backward();
+        // The gradient of w is matmul(t(x), g): one 64 x 32 result, handed to w as is. A
+        // copy would hold a second block of that size at the same time.
+        const std::size_t w_bytes = 64 * 32 * sizeof(float);
+        EXPECT_EQ(tracker.stats().current_of(memory::MemoryCategory::Gradient), w_bytes)
+            << "the taken-over bytes count as a gradient";
+        EXPECT_LT(tracker.stats().total_peak - before, 2 * w_bytes)
+            << "backward held the gradient twice at once: it was copied";
+        EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(64 * 32, 8.0f));
+    }
+}
+
+TEST(Autograd, LeavesSharingOneIncomingGradientGetCopiesTheirOwn) {
+    // add's backward hands the same tensor to both inputs: neither leaf may take it over,
+    // or accumulating into one would change the other.
+    Tensor a = ones({4}).set_requires_grad(), b = ones({4}).set_requires_grad();
+    sum(a + b).backward();
+    add_(a.grad(), ones({4}));
+    EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>{2, 2, 2, 2}));
+    EXPECT_EQ(b.grad().to_vector<float>(), (std::vector<float>{1, 1, 1, 1}));
+    sum(a + b).backward();  // accumulates into the grads each leaf owns
+    EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>{3, 3, 3, 3}));
+    EXPECT_EQ(b.grad().to_vector<float>(), (std::vector<float>{2, 2, 2, 2}));
 }
 
 TEST(Autograd, GraphDoesNotKeepParametersAlive) {

@@ -1,6 +1,10 @@
 // Unit tests: the intra-op thread pool and the thread-count control.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -83,6 +87,51 @@ TEST_F(Threads, AnExceptionInAShareReachesTheCaller) {
     std::atomic<int> ran{0};
     parallel_run(2, [&](int) { ++ran; });  // the pool still works
     EXPECT_EQ(ran.load(), 2);
+}
+
+// The CPUs the calling thread may run on.
+std::set<int> my_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::set<int> cpus;
+    if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) cpus.insert(c);
+    return cpus;
+}
+
+TEST_F(Threads, APoolMadeAfterTheCallerWasPinnedStillSpreadsOverEveryCpu) {
+    // The first region pins the caller to one CPU; a pool made afterwards (the thread
+    // count changed) must not take that one CPU for all the CPUs the process has.
+    set_num_threads(2);
+    parallel_run(2, [](int) {});
+    set_num_threads(1);
+    set_num_threads(2);
+    std::set<int> seen[2];
+    parallel_run(2, [&](int t) { seen[t] = my_cpus(); });
+    ASSERT_EQ(seen[0].size(), 1u) << "the caller runs share 0 pinned to one CPU";
+    ASSERT_EQ(seen[1].size(), 1u) << "a worker is pinned to one CPU";
+    UnpinnedScope all;
+    if (my_cpus().size() < 2) GTEST_SKIP() << "this process may use one CPU only: nothing to spread over";
+    EXPECT_NE(*seen[0].begin(), *seen[1].begin()) << "the two shares were pinned to the same CPU";
+}
+
+TEST_F(Threads, UnpinnedScopeWidensTheCallerAndRestoresIt) {
+    set_num_threads(2);
+    parallel_run(2, [](int) {});  // pins the caller
+    const std::set<int> pinned = my_cpus();
+    ASSERT_EQ(pinned.size(), 1u);
+    {
+        UnpinnedScope all;
+        const std::set<int> wide = my_cpus();
+        EXPECT_TRUE(std::includes(wide.begin(), wide.end(), pinned.begin(), pinned.end()));
+        if (std::thread::hardware_concurrency() > 1 && wide.size() == 1)
+            ADD_FAILURE() << "the scope left the caller on one CPU although the machine has more";
+        std::set<int> child;
+        std::thread([&] { child = my_cpus(); }).join();
+        EXPECT_EQ(child, wide) << "a thread started inside the scope (a peer library's) inherits the wide set";
+    }
+    EXPECT_EQ(my_cpus(), pinned) << "the caller's pinning is restored";
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ void sgemm_onednn(const GemmArgs<float>& g) {
         for (std::int64_t i = 0; i < g.M; ++i) std::fill(g.C + i * g.ldc, g.C + i * g.ldc + g.N, 0.0f);
         return;
     }
+    const UnpinnedScope unpinned;  // oneDNN's OpenMP threads must not inherit our pinned caller's one CPU
     sync_threads();
     // dnnl_sgemm is row-major, like GemmArgs.
     const dnnl_status_t s = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.M, g.N, g.K, 1.0f, g.A,

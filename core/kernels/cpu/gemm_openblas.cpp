@@ -25,6 +25,7 @@ void sync_threads() {
 CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 
 void sgemm_openblas(const GemmArgs<float>& g) {
+    const UnpinnedScope unpinned;  // threads OpenBLAS starts must not inherit our pinned caller's one CPU
     sync_threads();
     cblas_sgemm(CblasRowMajor, op(g.trans_a), op(g.trans_b), static_cast<blasint>(g.M),
                 static_cast<blasint>(g.N), static_cast<blasint>(g.K), 1.0f, g.A, static_cast<blasint>(g.lda), g.B,
@@ -32,6 +33,7 @@ void sgemm_openblas(const GemmArgs<float>& g) {
 }
 
 void dgemm_openblas(const GemmArgs<double>& g) {
+    const UnpinnedScope unpinned;
     sync_threads();
     cblas_dgemm(CblasRowMajor, op(g.trans_a), op(g.trans_b), static_cast<blasint>(g.M),
                 static_cast<blasint>(g.N), static_cast<blasint>(g.K), 1.0, g.A, static_cast<blasint>(g.lda), g.B,
