@@ -4,7 +4,8 @@
 # gemm.json (every GEMM kernel, N = 64..2048 and the SimpleNet shapes, 1 and 2 threads),
 # acceptance.json (ours vs OpenBLAS and oneDNN at N = 1024, 2048, 2 threads, 5 interleaved
 # repetitions), claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3, full size), train.txt
-# (SimpleNet, Adam, batch 64, 2 threads, 5 epochs, threaded vs eigen), and the plots.
+# (SimpleNet, Adam, batch 64, 2 threads, 5 epochs, threaded vs eigen), peers.txt/json
+# (SimpleNet epoch time beside PyTorch's, when python3-torch is installed), the plots.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GRADLAB_BUILD:-$ROOT/build}"
@@ -20,4 +21,6 @@ ninja -C "$BUILD" bench/bench_gemm tools/gradlab >/dev/null
 "$BUILD/tools/gradlab" claims --only GEMM-1 CPU-1 CPU-2 MEM-1 MEM-2 MEM-3 --out "$OUT" > "$OUT/claims.txt"
 { for gemm in threaded eigen; do "$BUILD/tools/gradlab" train --epochs 5 --threads 2 --gemm "$gemm"; done; } \
   > "$OUT/train.txt" 2>&1
+python3 "$ROOT/tools/peers/compare_simplenet.py" --gradlab "$BUILD/tools/gradlab" --epochs 2 --rounds 3 \
+  --json "$OUT/peers.json" > "$OUT/peers.txt"
 /usr/bin/python3 "$ROOT/tools/plot_cpu.py" --gemm "$OUT/gemm.json" --claims "$OUT/claims.json" --out "$OUT"

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""SimpleNet epoch time: gradlab beside PyTorch, in the same run.
+
+Runs, in alternating rounds so a change in the machine's load hits every configuration:
+  - `gradlab train` (Adam, batch 64, the default GEMM kernel, --threads N),
+  - tools/peers/simplenet_torch.py with OPENBLAS_NUM_THREADS=1,
+  - the same with OPENBLAS_NUM_THREADS unset (Debian's PyTorch then runs OpenBLAS's own
+    threads beside its own, which on 2 cores fight for them),
+and prints each one's epoch times (best and median over every epoch of every round) and
+final test accuracy, with the ratio to ours.
+
+    tools/peers/compare_simplenet.py [--gradlab build/tools/gradlab] [--epochs 2]
+                                     [--rounds 2] [--threads 2] [--json out.json]
+
+PyTorch is looked for in this interpreter and in /usr/bin/python3 (where Debian's
+python3-torch lives); without it the table says "not installed" and the script still
+exits 0 after timing gradlab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+TORCH_SCRIPT = HERE / "simplenet_torch.py"
+EPOCH_LINE = re.compile(r"^epoch (\d+)/\d+ .*?test loss [0-9.]+ acc ([0-9.]+)\s+([0-9.]+) s", re.M)
+
+
+def torch_python() -> str | None:
+    """An interpreter that can import torch, or None."""
+    for exe in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        if Path(exe).exists() and subprocess.run([exe, "-c", "import torch"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def run_gradlab(gradlab: Path, epochs: int, threads: int) -> list[dict]:
+    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    found = [{"seconds": float(s), "test_accuracy": float(a)} for _, a, s in EPOCH_LINE.findall(p.stdout)]
+    if len(found) != epochs:
+        raise RuntimeError(f"{' '.join(cmd)}: expected {epochs} epoch lines, found {len(found)}:\n{p.stdout}")
+    return found
+
+
+def run_torch(python: str, epochs: int, threads: int, openblas_threads: str | None, out: Path) -> list[dict]:
+    env = dict(os.environ)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if openblas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = openblas_threads
+    cmd = [python, str(TORCH_SCRIPT), "--epochs", str(epochs), "--threads", str(threads), "--json", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    return json.loads(out.read_text())["epochs"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gradlab", type=Path, default=ROOT / "build" / "tools" / "gradlab")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    if not args.gradlab.exists():
+        ap.error(f"{args.gradlab} does not exist: build first (./gradlab build) or pass --gradlab")
+    if min(args.epochs, args.rounds, args.threads) < 1:
+        ap.error("--epochs, --rounds and --threads must be at least 1")
+
+    python = torch_python()
+    configs = {"gradlab": None}
+    if python:
+        configs["pytorch, OPENBLAS_NUM_THREADS=1"] = "1"
+        configs["pytorch, OPENBLAS_NUM_THREADS unset"] = None
+    epochs: dict[str, list[dict]] = {name: [] for name in configs}
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"gradlab-peer-{os.getpid()}.json"
+    try:
+        for r in range(args.rounds):
+            for name, blas in configs.items():
+                print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
+                if name == "gradlab":
+                    epochs[name] += run_gradlab(args.gradlab, args.epochs, args.threads)
+                else:
+                    epochs[name] += run_torch(python, args.epochs, args.threads, blas, scratch)
+    finally:
+        scratch.unlink(missing_ok=True)
+
+    ours = statistics.median(e["seconds"] for e in epochs["gradlab"])
+    rows = []
+    print(f"SimpleNet (784-128-10), Adam, batch 64, {args.threads} threads, "
+          f"{args.rounds} rounds x {args.epochs} epochs")
+    print(f"{'':38} {'best s':>8} {'median s':>9} {'x ours':>7} {'test acc':>9}")
+    for name, runs in epochs.items():
+        times = [e["seconds"] for e in runs]
+        row = {"name": name, "best_seconds": min(times), "median_seconds": statistics.median(times),
+               "ratio_to_ours": statistics.median(times) / ours, "test_accuracy": runs[-1]["test_accuracy"]}
+        rows.append(row)
+        print(f"{name:38} {row['best_seconds']:8.2f} {row['median_seconds']:9.2f} "
+              f"{row['ratio_to_ours']:7.2f} {row['test_accuracy']:9.4f}")
+    if not python:
+        print(f"{'pytorch':38} not installed (apt-get install python3-torch)")
+    if args.json:
+        args.json.write_text(json.dumps({"threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
+                                         "rows": rows, "pytorch": bool(python)}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""SimpleNet on Fashion-MNIST in PyTorch: the peer for `gradlab train`.
+
+The same model (784-128-10, ReLU), optimizer (Adam, lr 1e-3), batch size (64), input
+normalisation ((x/255 - 0.2860) / 0.3530) and Kaiming-uniform weight bound as gradlab,
+so its epoch time and accuracy can be set beside ours. It times the training loop of
+each epoch only (not loading, not the test pass), as `gradlab train` does.
+
+    python3 tools/peers/simplenet_torch.py --epochs 2 --threads 2 [--json out.json]
+
+Needs PyTorch (Debian: apt-get install python3-torch; it lives in the system
+interpreter, /usr/bin/python3). Without it the script says so and exits with status 3,
+so a caller can tell "no peer here" from a failure. Debian's PyTorch runs its GEMMs on
+OpenBLAS, whose own threads compete with PyTorch's on a 2-core machine: run it once with
+OPENBLAS_NUM_THREADS=1 and once without (tools/peers/compare_simplenet.py does both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import struct
+import sys
+import time
+from pathlib import Path
+
+NO_TORCH = 3
+DEFAULT_DATA = Path("/usr/share/datasets/fashion-mnist")
+MEAN, STD = 0.2860, 0.3530
+
+
+def parse_idx(path: Path) -> tuple[tuple[int, ...], bytes]:
+    """The shape and the values of an unsigned-byte IDX file (raw or .gz); raises
+    ValueError naming the file when it is not one."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != 0x08:
+        raise ValueError(f"{path}: not an unsigned-byte IDX file")
+    dims = data[3]
+    header = 4 + 4 * dims
+    if len(data) < header:
+        raise ValueError(f"{path}: the header is cut short")
+    shape = struct.unpack(">" + "I" * dims, data[4:header])
+    count = 1
+    for d in shape:
+        count *= d
+    if len(data) - header != count:
+        raise ValueError(f"{path}: header says {shape} but the file holds {len(data) - header} values")
+    return shape, data[header:]
+
+
+def read_idx(path: Path):
+    """An IDX file as a numpy array of uint8 (numpy comes with PyTorch)."""
+    import numpy as np
+
+    shape, body = parse_idx(path)
+    return np.frombuffer(body, dtype=np.uint8).reshape(shape)
+
+
+def find(folder: Path, stem: str) -> Path:
+    for name in (stem, stem + ".gz"):
+        if (folder / name).exists():
+            return folder / name
+    raise FileNotFoundError(f"{folder}: no {stem}[.gz]; pass --data with an MNIST-format folder")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--json", type=Path, help="write the results here as JSON")
+    args = ap.parse_args()
+    if args.epochs < 1 or args.threads < 1 or args.batch_size < 1:
+        ap.error("--epochs, --threads and --batch-size must be at least 1")
+    try:
+        import torch
+    except ImportError:
+        print(f"PyTorch is not installed for {sys.executable}; on Debian: apt-get install python3-torch",
+              file=sys.stderr)
+        return NO_TORCH
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+
+    def load(images: str, labels: str):
+        x = torch.from_numpy(read_idx(find(args.data, images)).astype("float32")).reshape(-1, 784)
+        y = torch.from_numpy(read_idx(find(args.data, labels)).astype("int64"))
+        return (x / 255.0 - MEAN) / STD, y
+
+    train_x, train_y = load("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
+    test_x, test_y = load("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+    model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    with torch.no_grad():  # gradlab's init: Kaiming-uniform weights, zero biases
+        for layer in (model[0], model[2]):
+            bound = (6.0 / layer.weight.shape[1]) ** 0.5
+            layer.weight.uniform_(-bound, bound)
+            layer.bias.zero_()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(args.seed)
+
+    epochs = []
+    for epoch in range(1, args.epochs + 1):
+        order = torch.randperm(train_x.shape[0], generator=generator)
+        start = time.perf_counter()
+        for first in range(0, train_x.shape[0], args.batch_size):
+            idx = order[first:first + args.batch_size]
+            optimizer.zero_grad()
+            loss = loss_fn(model(train_x[idx]), train_y[idx])
+            loss.backward()
+            optimizer.step()
+        seconds = time.perf_counter() - start
+        with torch.no_grad():
+            accuracy = (model(test_x).argmax(1) == test_y).float().mean().item()
+        epochs.append({"epoch": epoch, "seconds": seconds, "test_accuracy": accuracy})
+        print(f"epoch {epoch}/{args.epochs}  test acc {accuracy:.4f}  {seconds:.2f} s", flush=True)
+
+    result = {
+        "peer": "pytorch",
+        "torch_version": torch.__version__,
+        "threads": args.threads,
+        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
+        "batch_size": args.batch_size,
+        "epochs": epochs,
+    }
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
