@@ -1,0 +1,53 @@
+// Unit tests: the bandwidth-bound kernels of kernels/cpu/elementwise.hpp against plain
+// double-precision loops, on lengths that are not multiples of a vector or a grain.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "base/rng.hpp"
+#include "kernels/cpu/elementwise.hpp"
+#include "parallel/thread_pool.hpp"
+
+namespace gl {
+namespace {
+
+TEST(Elementwise, ExpApproxIsWithinAFewUlpOfExpOverTheWholeRange) {
+    for (float x = -87.0f; x <= 88.0f; x += 0.01f) {
+        const double want = std::exp(static_cast<double>(x));
+        EXPECT_NEAR(kernels::exp_approx(x) / want, 1.0, 4e-7) << "x = " << x;
+    }
+}
+
+TEST(Elementwise, SoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
+    Rng rng(3);
+    const int before = get_num_threads();
+    for (int threads : {1, 2})
+        for (std::int64_t cols : {1, 15, 16, 17, 100, 1000, 1024})
+            for (std::int64_t rows : {1, 3, 70}) {
+                set_num_threads(threads);
+                std::vector<float> x(static_cast<std::size_t>(rows * cols)), y(x.size());
+                for (auto& v : x) v = static_cast<float>(-30.0 + 60.0 * rng.uniform());
+                x[0] = 80.0f;  // a large logit: exp without subtracting the max would overflow
+                kernels::softmax_rows(x.data(), y.data(), rows, cols);
+                for (std::int64_t r = 0; r < rows; ++r) {
+                    const float* in = x.data() + r * cols;
+                    double m = in[0], total = 0.0;
+                    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(in[c]));
+                    for (std::int64_t c = 0; c < cols; ++c) total += std::exp(in[c] - m);
+                    for (std::int64_t c = 0; c < cols; ++c) {
+                        const double want = std::exp(in[c] - m) / total;
+                        // x - max is rounded to float first: an error of |x - max| * 2^-24
+                        // in the exponent is a relative error of that size in the result.
+                        const double tolerance = want * (1e-6 + 1.2e-7 * std::abs(in[c] - m));
+                        ASSERT_NEAR(y[static_cast<std::size_t>(r * cols + c)], want, tolerance)
+                            << rows << " x " << cols << ", row " << r << ", column " << c << ", " << threads
+                            << " threads";
+                    }
+                }
+            }
+    set_num_threads(before);
+}
+
+}  // namespace
+}  // namespace gl
