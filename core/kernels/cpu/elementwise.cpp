@@ -25,8 +25,8 @@ namespace {
 // Below this many elements a second thread costs more to wake than it saves.
 constexpr std::int64_t kGrain = 1 << 16;
 
-inline float exp_inline(float x) {
-    x = x < -87.0f ? -87.0f : x;  // selects, not branches: the loop stays vectorizable
+inline float exp_inline(float x_in) {
+    float x = x_in < -87.0f ? -87.0f : x_in;  // selects, not branches: the loop stays vectorizable
     x = x > 88.0f ? 88.0f : x;
     // x = n ln2 + r: n = round(x / ln2), r in [-ln2/2, ln2/2]. Adding and subtracting
     // 1.5 * 2^23 rounds to the nearest integer without a branch or a rounding instruction.
@@ -43,7 +43,10 @@ inline float exp_inline(float x) {
     p = p * r + 1.0f;
     p = p * r + 1.0f;
     // 2^n: put n + 127 into the exponent bits of a float.
-    return p * std::bit_cast<float>(static_cast<std::uint32_t>(n + 127) << 23);
+    const float result = p * std::bit_cast<float>(static_cast<std::uint32_t>(n + 127) << 23);
+    // Below e^-87 the answer is under the smallest normal float: flush it to zero (a
+    // softmax entry that small is zero for every purpose) rather than return e^-87.
+    return x_in < -87.0f ? 0.0f : result;
 }
 
 GL_VECTOR_CLONES void relu_range(const float* __restrict x, float* __restrict y, std::int64_t n) {
