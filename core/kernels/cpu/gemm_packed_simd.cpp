@@ -247,21 +247,28 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
             std::int64_t nc, int nr, float* dst) {
     // LAB 02 BEGIN: pack a panel of B into NR-column slivers
     // Sliver s covers columns j0 + s*NR .. +NR-1; inside it, row k is NR consecutive
-    // floats (dst[k * NR + j]). Columns past the end are zeros.
-    for (std::int64_t s = 0; s < nc; s += nr, dst += nr * kc) {
-        const std::int64_t cols = std::min<std::int64_t>(nr, nc - s);
-        if (g.trans_b) {  // B stored N x K: walk each column of op(B) along k
+    // floats (dst[s * NR * kc + k * NR + j]). Columns past the end are zeros. Read B in
+    // the order it is stored: with B stored K x N, walking one sliver down its rows
+    // would jump a whole row of B (often several pages) per NR floats, and every
+    // access would wait for memory; row by row the hardware prefetcher streams it.
+    if (g.trans_b) {  // B stored N x K: each column of op(B) is a contiguous run along k
+        for (std::int64_t s = 0; s < nc; s += nr, dst += nr * kc) {
+            const std::int64_t cols = std::min<std::int64_t>(nr, nc - s);
             for (std::int64_t j = 0; j < cols; ++j) {
                 const float* src = g.B + (j0 + s + j) * g.ldb + p0;
                 for (std::int64_t k = 0; k < kc; ++k) dst[k * nr + j] = src[k];
             }
             for (std::int64_t j = cols; j < nr; ++j)
                 for (std::int64_t k = 0; k < kc; ++k) dst[k * nr + j] = 0.0f;
-        } else {  // B stored K x N: the NR values of one k are contiguous
-            for (std::int64_t k = 0; k < kc; ++k) {
-                const float* src = g.B + (p0 + k) * g.ldb + j0 + s;
-                for (std::int64_t j = 0; j < cols; ++j) dst[k * nr + j] = src[j];
-                for (std::int64_t j = cols; j < nr; ++j) dst[k * nr + j] = 0.0f;
+        }
+    } else {  // B stored K x N: row k of the panel is contiguous; deal it out to the slivers
+        for (std::int64_t k = 0; k < kc; ++k) {
+            const float* src = g.B + (p0 + k) * g.ldb + j0;
+            for (std::int64_t s = 0; s < nc; s += nr) {
+                float* row = dst + s * kc + k * nr;  // sliver s / nr, row k
+                const std::int64_t cols = std::min<std::int64_t>(nr, nc - s);
+                for (std::int64_t j = 0; j < cols; ++j) row[j] = src[s + j];
+                for (std::int64_t j = cols; j < nr; ++j) row[j] = 0.0f;
             }
         }
     }

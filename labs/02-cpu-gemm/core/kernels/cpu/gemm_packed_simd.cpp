@@ -189,7 +189,10 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
             std::int64_t nc, int nr, float* dst) {
     // LAB 02 BEGIN: pack a panel of B into NR-column slivers
     // Sliver s covers columns j0 + s*NR .. +NR-1; inside it, row k is NR consecutive
-    // floats (dst[k * NR + j]). Columns past the end are zeros.
+    // floats (dst[s * NR * kc + k * NR + j]). Columns past the end are zeros. Read B in
+    // the order it is stored: with B stored K x N, walking one sliver down its rows
+    // would jump a whole row of B (often several pages) per NR floats, and every
+    // access would wait for memory; row by row the hardware prefetcher streams it.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
     throw gl::NotImplemented("02", "pack a panel of B into NR-column slivers");
     // LAB 02 END
