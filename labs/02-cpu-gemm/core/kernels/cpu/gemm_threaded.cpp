@@ -27,8 +27,9 @@ void gemm_threaded(const GemmArgs<float>& g) {
     // LAB 02 BEGIN: split C into one stripe per thread
     // Choose how many threads the problem deserves (at most get_num_threads(), and at
     // least kMinMultiplyAddsPerThread multiply-adds each), split the longer side of C
-    // into that many stripes whose boundaries are multiples of MR (rows) or NR (columns),
-    // and run packed::gemm_packed_block on each stripe with parallel_run.
+    // (columns when C is square) into that many stripes whose boundaries are multiples of
+    // MR (rows) or NR (columns), and run packed::gemm_packed_block on each stripe with
+    // parallel_run.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
     throw gl::NotImplemented("02", "split C into one stripe per thread");
     // LAB 02 END
