@@ -35,8 +35,9 @@ struct MicroKernel {
                 bool accumulate) = nullptr;
 };
 
-/// Cache block sizes: an MC x KC block of A stays in L2, a KC x NR sliver of B in L1,
-/// a KC x NC panel of B in L3.
+/// Cache block sizes: an MC x KC block of A stays in L2, a KC x NC panel of B in L3, and
+/// (the textbook rule) a KC x NR sliver of B in L1. blocking_for() says where measurement
+/// overruled the rule.
 struct Blocking {
     std::int64_t mc = 0;  ///< rows of A per packed block
     std::int64_t kc = 0;  ///< depth per packed block

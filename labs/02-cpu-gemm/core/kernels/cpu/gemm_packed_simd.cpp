@@ -154,12 +154,15 @@ const MicroKernel& micro_kernel(Isa isa) {
 }
 
 Blocking blocking_for(Isa isa) {
-    // An MC x KC block of A (192 x 384 floats, 288 KiB) takes about a third of a 1 MiB L2,
-    // leaving room for the B slivers that stream past it; a deep KC makes each load and
-    // store of the C tile pay for more FMAs. Measured on Zen 4: KC from 256 to 480 and
-    // MC from 96 to 512 are all within a few percent; smaller KC is clearly slower.
+    // A deep KC makes each load and store of the C tile pay for more FMAs: the tile is
+    // read and written once per KC block, and on Zen 4 that traffic, not the streams of
+    // A and B, is what a shallow KC loses (KC = 192 measured 6% below KC = 384). With
+    // AVX-512, KC = 1024 (an MC x KC block of A of 96 x 1024 floats, 384 KiB, in a 1 MiB
+    // L2; the slivers of A and B then stream from L2, which keeps up) measured 1-4% above
+    // KC = 384 on one thread, in alternating runs. AVX2's narrower tile keeps the
+    // shallower block, sized for L1 slivers.
     switch (isa) {
-        case Isa::Avx512: return {192, 384, 4096};
+        case Isa::Avx512: return {96, 1024, 4096};
         case Isa::Avx2: return {192, 384, 4096};
         case Isa::Portable: break;
     }
