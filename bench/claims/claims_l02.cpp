@@ -2,6 +2,7 @@
 // near peak, one idea at a time, next to the peer libraries), CPU-2 (threads scale to
 // the number of cores and no further).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
@@ -171,10 +172,18 @@ Result cpu2(const Context& ctx) {
     const std::int64_t n = ctx.quick ? 512 : 1024;
     const int cores = static_cast<int>(std::max(1, get_num_threads()));
     std::ostringstream m;
-    m << "threaded GEMM, N = " << n << ", on " << cores << " CPUs: ";
+    m << "threaded GEMM, N = " << n << ", on " << cores << " CPUs, best of 3 alternating rounds: ";
     double one = 0, at_cores = 0, beyond = 0;
-    for (int t : {1, 2, 4, 8}) {
-        const double gf = measure_gemm_gflops("threaded", n, t, ctx.quick ? 0.05 : 0.3);
+    // Rounds that alternate the thread counts, best of each: a few seconds in which the
+    // machine gives us less than its cores then hits every count, not just one.
+    const std::array<int, 4> counts{1, 2, 4, 8};
+    std::array<double, 4> best{};
+    for (int round = 0; round < 3; ++round)
+        for (std::size_t i = 0; i < counts.size(); ++i)
+            best[i] = std::max(best[i], measure_gemm_gflops("threaded", n, counts[i], ctx.quick ? 0.05 : 0.2));
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        const int t = counts[i];
+        const double gf = best[i];
         r.data["threads"].push_back({{"threads", t}, {"gflops", gf}});
         m << t << " thread" << (t > 1 ? "s " : " ") << fixed(gf, 1) << " GFLOP/s, ";
         if (t == 1) one = gf;
