@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "base/rng.hpp"
 #include "kernels/cpu/gemm_packed.hpp"
@@ -107,6 +108,31 @@ TEST(GemmDispatch, EveryMicroKernelThisCpuRunsMatchesNaive) {
     }
     kernels::packed::force_isa(std::nullopt);
     EXPECT_EQ(kernels::packed::active_isa(), kernels::packed::supported_isas().back());
+}
+
+TEST(GemmPacking, TransposeIntoSliverMatchesItsDefinitionOnEveryIsa) {
+    // dst[k * nr + j] = src[j * ld + k] for j < cols, zeros beyond: full slivers take the
+    // register-transpose path on AVX-512, ragged ones and the k tail the plain loop.
+    Rng rng(11);
+    for (const auto isa : kernels::packed::supported_isas()) {
+        kernels::packed::force_isa(isa);
+        for (int nr : {6, 12, 16, 32})
+            for (std::int64_t cols : {std::int64_t{nr}, std::int64_t{nr - 3}})
+                for (std::int64_t kc : {1, 15, 16, 17, 50}) {
+                    const std::int64_t ld = kc + 5;
+                    std::vector<float> src(static_cast<std::size_t>(cols * ld));
+                    for (auto& v : src) v = static_cast<float>(rng.uniform());
+                    std::vector<float> dst(static_cast<std::size_t>(kc * nr), -1.0f);
+                    kernels::packed::transpose_into_sliver(src.data(), ld, cols, kc, nr, dst.data());
+                    for (std::int64_t k = 0; k < kc; ++k)
+                        for (std::int64_t j = 0; j < nr; ++j)
+                            ASSERT_EQ(dst[static_cast<std::size_t>(k * nr + j)],
+                                      j < cols ? src[static_cast<std::size_t>(j * ld + k)] : 0.0f)
+                                << kernels::packed::to_string(isa) << ", nr " << nr << ", cols " << cols << ", kc " << kc
+                                << ", k " << k << ", j " << j;
+                }
+    }
+    kernels::packed::force_isa(std::nullopt);
 }
 
 TEST(GemmDispatch, PortableIsAlwaysThereAndUnsupportedIsasAreRefused) {

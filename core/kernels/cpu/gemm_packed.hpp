@@ -57,6 +57,14 @@ void force_isa(std::optional<Isa> isa);
 /// The instruction set the packed kernels use now.
 Isa active_isa();
 
+/// One sliver of a transposed operand: dst[k * nr + j] = src[j * ld + k] for j < cols
+/// and k < kc, and zeros for cols <= j < nr. The transposing part of pack_a (A stored
+/// M x K) and of pack_b (B stored N x K). On AVX-512 a full sliver is transposed in
+/// blocks of up to 16 rows x 16 k in registers (4x the scalar loop on Zen 4), elsewhere
+/// (and for the ragged end) by the plain loop.
+void transpose_into_sliver(const float* src, std::int64_t ld, std::int64_t cols, std::int64_t kc, int nr,
+                           float* dst);
+
 /// Packs rows [i0, i0 + mc) and depth [p0, p0 + kc) of op(A) into MR-row panels:
 /// panel r holds, for each k, the MR values op(A)(i0 + r*MR + 0..MR-1, p0 + k), with
 /// zeros below the last row. @p dst needs ceil(mc / MR) * MR * kc floats.
