@@ -17,7 +17,8 @@ TEST(Elementwise, ExpApproxIsWithinAFewUlpOfExpOverTheWholeRange) {
         const double want = std::exp(static_cast<double>(x));
         EXPECT_NEAR(kernels::exp_approx(x) / want, 1.0, 4e-7) << "x = " << x;
     }
-    EXPECT_EQ(kernels::exp_approx(-100.0f), 0.0f) << "below the normal range: zero, not e^-87";
+    EXPECT_EQ(kernels::exp_approx(-100.0f), 0.0f) << "far below the normal range: zero, not e^-87";
+    EXPECT_EQ(kernels::exp_approx(-88.0f), 0.0f);
 }
 
 TEST(Elementwise, SoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
@@ -40,7 +41,7 @@ TEST(Elementwise, SoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
                         const double want = std::exp(in[c] - m) / total;
                         // x - max is rounded to float first: an error of |x - max| * 2^-24
                         // in the exponent is a relative error of that size in the result.
-                        // exp below e^-87 (about the smallest normal float) is flushed to zero.
+                        // exp below about e^-87.6 (under the smallest normal float) is zero.
                         const double tolerance = want * (1e-6 + 1.2e-7 * std::abs(in[c] - m)) + std::exp(-87.0);
                         ASSERT_NEAR(y[static_cast<std::size_t>(r * cols + c)], want, tolerance)
                             << rows << " x " << cols << ", row " << r << ", column " << c << ", " << threads

@@ -49,7 +49,7 @@ void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols
 
 /// exp(x) to about 2 ulp for x in float range, written so that loops over it vectorize
 /// (range reduction to 2^n * e^r, |r| <= ln2/2, and a degree-6 polynomial for e^r).
-/// Below -87 it returns 0 (no subnormal results); above 88 it returns e^88.
+/// Below about -87.6 it returns 0; above 88 it returns e^88.
 float exp_approx(float x);
 
 }  // namespace gl::kernels
