@@ -15,6 +15,7 @@
 #include "cuda_cpu/cpu_runtime.hpp"
 #include "cuda_cpu/error.hpp"
 #include "cuda_cpu/launch.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl::cuda::inline cpu {
 namespace {
@@ -23,7 +24,11 @@ namespace {
 class WorkerPool {
 public:
     explicit WorkerPool(int size) {
-        for (int i = 1; i < size; ++i) helpers_.emplace_back([this] { serve(); });
+        for (int i = 1; i < size; ++i)
+            helpers_.emplace_back([this] {
+                release_inherited_pinning();  // not held to the launching thread's CPU
+                serve();
+            });
     }
     ~WorkerPool() {
         {

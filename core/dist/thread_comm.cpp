@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "parallel/thread_pool.hpp"
+
 namespace gl::dist {
 
 // A message in a mailbox: the sender's buffer, until the receiver has copied it.
@@ -200,6 +202,7 @@ void run_threads(int n, const std::function<void(Communicator&)>& fn, double tim
     threads.reserve(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) {
         threads.emplace_back([&, r] {
+            release_inherited_pinning();  // a worker is not held to its creator's CPU
             std::string why = "has returned (it will send and receive nothing more)";
             try {
                 ThreadCommunicator comm(group, r);

@@ -54,12 +54,7 @@ void set_affinity(const std::vector<int>& cpus) {
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
 }
 
-void pin_to(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
-}
+void pin_to(int cpu) { set_affinity({cpu}); }
 
 class Pool {
 public:
@@ -91,10 +86,15 @@ public:
     }
 
 private:
+    // Pins the process's first caller (the main thread, as a rule) to the first CPU, once.
+    // Other threads that start regions stay free: several callers pinned to one CPU
+    // would share it even between regions (data-parallel worker threads, for one).
     void pin_caller() {
-        thread_local bool pinned = false;
-        if (!pinned) pin_to(cpus_[0]);
-        pinned = true;
+        static std::atomic<bool> claimed{false};
+        thread_local bool decided = false;
+        if (decided) return;
+        decided = true;
+        if (!claimed.exchange(true)) pin_to(cpus_[0]);
     }
 
     void wait_a_little(int spins) {
@@ -179,14 +179,9 @@ int get_num_threads() {
 
 bool in_parallel_region() { return tls_in_region; }
 
-UnpinnedScope::UnpinnedScope() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-            if (CPU_ISSET(c, &set)) saved_cpus_.push_back(c);
-    set_affinity(process_cpus());
-}
+void release_inherited_pinning() { set_affinity(process_cpus()); }
+
+UnpinnedScope::UnpinnedScope() : saved_cpus_(allowed_cpus()) { release_inherited_pinning(); }
 
 UnpinnedScope::~UnpinnedScope() {
     if (!saved_cpus_.empty()) set_affinity(saved_cpus_);

@@ -8,8 +8,9 @@
 /// Why pinned: on a 2-core machine the scheduler may put two busy threads on one core
 /// for milliseconds at a time, which halves a parallel kernel's speed at random. Worker
 /// t is bound to the t-th CPU the process may use (modulo their number), and the thread
-/// that starts a parallel region runs share 0 and is bound to the first CPU, as OpenMP
-/// does with OMP_PROC_BIND=true.
+/// that first starts a parallel region (the main thread, as a rule) runs share 0 and is
+/// bound to the first CPU, as OpenMP does with OMP_PROC_BIND=true; other threads that
+/// start regions run share 0 unbound.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +41,17 @@ void parallel_for(std::int64_t count, std::int64_t grain,
 /// True on a thread that is running a share of a parallel region.
 bool in_parallel_region();
 
-/// Lets the calling thread run on every CPU of the process for the lifetime of this
-/// object, then restores its affinity. For calls into peer libraries (oneDNN's OpenMP
-/// threads, for one) that start their own threads from the caller: a new thread inherits
-/// its creator's affinity, so without this all of the peer's threads would share the one
-/// CPU the pool pinned the caller to, and the peer would be measured at half speed.
+/// Lets the calling thread run on every CPU of the process. A new thread inherits its
+/// creator's affinity, so a thread started by the pinned main thread would otherwise be
+/// held to that one CPU: every thread gradlab starts (data-parallel workers, the DDP
+/// communication thread, the CUDA-on-CPU runtime's helpers) calls this first.
+void release_inherited_pinning();
+
+/// release_inherited_pinning() for the lifetime of this object, then the calling thread's
+/// affinity as it was. For calls into peer libraries (oneDNN's OpenMP threads, for one)
+/// that start their own threads from the caller: without it all of the peer's threads
+/// would share the one CPU the pool pinned the caller to, and the peer would be measured
+/// at half speed.
 class UnpinnedScope {
 public:
     UnpinnedScope();

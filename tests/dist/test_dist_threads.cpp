@@ -3,20 +3,47 @@
 // sampler and the cost model. The same collective and training checks run under mpirun
 // in test_dist_mpi.cpp.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <chrono>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "dist/cost_model.hpp"
 #include "dist/parallel_training.hpp"
 #include "dist/thread_comm.hpp"
 #include "dist_checks.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl::dist {
 namespace {
 
 using testing::check_all_collectives;
+
+// The CPUs the calling thread may run on.
+std::size_t cpus_of_this_thread() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+TEST(ThreadBackend, WorkersRunOnEveryCpuEvenWhenTheCallerIsPinned) {
+    const int before = get_num_threads();
+    set_num_threads(2);
+    parallel_run(2, [](int) {});  // pins this (the main) thread to one CPU
+    std::size_t process = 0;
+    {
+        UnpinnedScope all;
+        process = cpus_of_this_thread();
+    }
+    std::vector<std::size_t> seen(2);
+    run_threads(2, [&](Communicator& c) { seen[static_cast<std::size_t>(c.rank())] = cpus_of_this_thread(); }, 20.0);
+    set_num_threads(before);
+    for (std::size_t r = 0; r < seen.size(); ++r)
+        EXPECT_EQ(seen[r], process) << "worker " << r << " was held to its creator's CPU: the workers would share it";
+}
 
 class ThreadCollectives : public ::testing::TestWithParam<int> {};
 

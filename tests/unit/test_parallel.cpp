@@ -134,5 +134,27 @@ TEST_F(Threads, UnpinnedScopeWidensTheCallerAndRestoresIt) {
     EXPECT_EQ(my_cpus(), pinned) << "the caller's pinning is restored";
 }
 
+TEST_F(Threads, OnlyTheFirstCallerIsPinnedAndOtherThreadsStayFree) {
+    set_num_threads(2);
+    parallel_run(2, [](int) {});  // the main thread: pinned, the first caller in this process
+    std::set<int> process;
+    {
+        UnpinnedScope all;
+        process = my_cpus();
+    }
+    if (process.size() < 2) GTEST_SKIP() << "this process may use one CPU only: nothing to pin away from";
+    std::set<int> inherited, released, after_region;
+    std::thread([&] {
+        inherited = my_cpus();
+        release_inherited_pinning();
+        released = my_cpus();
+        parallel_run(2, [](int) {});
+        after_region = my_cpus();
+    }).join();
+    EXPECT_EQ(inherited.size(), 1u) << "a raw thread inherits its pinned creator's one CPU";
+    EXPECT_EQ(released, process) << "release_inherited_pinning gives the thread every CPU";
+    EXPECT_EQ(after_region, process) << "a second thread that starts a region is not pinned by it";
+}
+
 }  // namespace
 }  // namespace gl

@@ -12,6 +12,7 @@
 
 #include "dist/collectives.hpp"
 #include "dist/flat_params.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl::dist {
 
@@ -40,7 +41,11 @@ class DistributedDataParallel::CommThread {
 public:
     CommThread(Communicator& comm, AllReduceAlgo algo, DType dtype, bool threaded)
         : comm_(comm), algo_(algo), dtype_(dtype) {
-        if (threaded) thread_ = std::thread([this] { loop(); });
+        if (threaded)
+            thread_ = std::thread([this] {
+                release_inherited_pinning();  // not held to the training thread's CPU
+                loop();
+            });
     }
     ~CommThread() {
         if (!thread_.joinable()) return;
