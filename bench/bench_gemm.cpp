@@ -52,18 +52,7 @@ void run_gemm(benchmark::State& state, const gl::kernels::GemmKernel& kernel, co
         C(static_cast<std::size_t>(p.M * p.N));
     for (auto& x : A) x = static_cast<float>(rng.uniform(-1, 1));
     for (auto& x : B) x = static_cast<float>(rng.uniform(-1, 1));
-    gl::kernels::GemmArgs<float> g;
-    g.trans_a = p.ta;
-    g.trans_b = p.tb;
-    g.M = p.M;
-    g.N = p.N;
-    g.K = p.K;
-    g.A = A.data();
-    g.lda = p.ta ? p.M : p.K;
-    g.B = B.data();
-    g.ldb = p.tb ? p.K : p.N;
-    g.C = C.data();
-    g.ldc = p.N;
+    const auto g = gl::kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data());
     for (auto _ : state) {
         kernel.sgemm(g);
         benchmark::ClobberMemory();

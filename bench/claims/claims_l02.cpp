@@ -107,7 +107,7 @@ double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int thread
     std::vector<float> A(static_cast<std::size_t>(n * n)), B(A.size()), C(A.size());
     for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
     for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
-    kernels::GemmArgs<float> g{false, false, n, n, n, A.data(), n, B.data(), n, C.data(), n};
+    const auto g = kernels::dense_gemm_args(false, false, n, n, n, A.data(), B.data(), C.data());
     // A peer library's idle threads keep spinning for a while after its last call
     // (OpenBLAS's for about 0.1 s, OpenMP's for a few ms) and would take the cores from
     // whatever is measured next: give them time to go to sleep first.

@@ -6,6 +6,7 @@
 /// here; autograd and the matmul op never change.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,17 @@ struct GemmArgs {
     T* C = nullptr;         ///< result (overwritten)
     std::int64_t ldc = 0;   ///< row stride of C
 };
+
+/// The arguments for operands stored densely, row by row: op(A) M x K, op(B) K x N and C
+/// M x N, each row followed by @p pad unused elements (0 for contiguous matrices; tests
+/// pad to check that kernels honour the leading dimensions). Leading dimensions are at
+/// least 1, as BLAS requires, even for empty matrices.
+template <class T>
+GemmArgs<T> dense_gemm_args(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const T* A,
+                            const T* B, T* C, std::int64_t pad = 0) {
+    const auto ld = [pad](std::int64_t row_length) { return std::max<std::int64_t>(row_length + pad, 1); };
+    return {trans_a, trans_b, M, N, K, A, ld(trans_a ? M : K), B, ld(trans_b ? K : N), C, ld(N)};
+}
 
 /// Signature of a float32 GEMM kernel.
 using SgemmFn = void (*)(const GemmArgs<float>&);

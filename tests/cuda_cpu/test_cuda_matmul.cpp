@@ -33,19 +33,8 @@ struct Strided {
 std::vector<float> run(const std::string& name, const Strided& p, const std::vector<float>& A,
                        const std::vector<float>& B) {
     constexpr int pad = 3;
-    kernels::GemmArgs<float> g;
-    g.trans_a = p.ta;
-    g.trans_b = p.tb;
-    g.M = p.M;
-    g.N = p.N;
-    g.K = p.K;
-    g.A = A.data();
-    g.lda = (p.ta ? p.M : p.K) + pad;
-    g.B = B.data();
-    g.ldb = (p.tb ? p.K : p.N) + pad;
     std::vector<float> C(std::size_t(p.M) * (p.N + pad), -7.0f);
-    g.C = C.data();
-    g.ldc = p.N + pad;
+    const auto g = kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data(), pad);
     kernels::find_gemm(name).sgemm(g);
     return C;
 }

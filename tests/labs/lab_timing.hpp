@@ -99,8 +99,7 @@ inline double time_gemm(const GemmCase& c) {
     auto A = page_aligned(c.M * c.K), B = page_aligned(c.K * c.N), C = page_aligned(c.M * c.N);
     for (std::int64_t i = 0; i < c.M * c.K; ++i) A.get()[i] = static_cast<float>(rng.uniform(-1, 1));
     for (std::int64_t i = 0; i < c.K * c.N; ++i) B.get()[i] = static_cast<float>(rng.uniform(-1, 1));
-    const kernels::GemmArgs<float> g{c.ta, c.tb, c.M, c.N, c.K, A.get(), c.ta ? c.M : c.K,
-                                     B.get(), c.tb ? c.K : c.N, C.get(), c.N};
+    const auto g = kernels::dense_gemm_args(c.ta, c.tb, c.M, c.N, c.K, A.get(), B.get(), C.get());
     const double s = best_seconds([&] { k.sgemm(g); }, c.reps);
     set_num_threads(before);
     kernels::packed::force_isa(std::nullopt);

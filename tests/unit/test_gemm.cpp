@@ -36,18 +36,7 @@ std::vector<float> run(const kernels::GemmKernel& k, const Problem& p, const std
     // Leading dimensions are at least 1, as BLAS requires, even for empty matrices.
     const std::int64_t ldc = std::max<std::int64_t>(p.N + p.pad, 1);
     std::vector<float> C(static_cast<std::size_t>(p.M * ldc), -7.0f);  // garbage: kernels overwrite
-    GemmArgs<float> g;
-    g.trans_a = p.ta;
-    g.trans_b = p.tb;
-    g.M = p.M;
-    g.N = p.N;
-    g.K = p.K;
-    g.A = A.data();
-    g.lda = std::max<std::int64_t>((p.ta ? p.M : p.K) + p.pad, 1);
-    g.B = B.data();
-    g.ldb = std::max<std::int64_t>((p.tb ? p.K : p.N) + p.pad, 1);
-    g.C = C.data();
-    g.ldc = ldc;
+    const auto g = kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data(), p.pad);
     k.sgemm(g);
     // Keep only the M x N result; the padding must be untouched.
     std::vector<float> out;

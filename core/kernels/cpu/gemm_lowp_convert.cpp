@@ -26,18 +26,8 @@ void gemm_lowp_convert(const LowpGemmArgs& g) {
     const std::int64_t b_rows = g.trans_b ? g.N : g.K, b_cols = g.trans_b ? g.K : g.N;
     const std::vector<float> A = widen(g.dtype, g.A, a_rows, a_cols, g.lda);
     const std::vector<float> B = widen(g.dtype, g.B, b_rows, b_cols, g.ldb);
-    GemmArgs<float> f;
-    f.trans_a = g.trans_a;
-    f.trans_b = g.trans_b;
-    f.M = g.M;
-    f.N = g.N;
-    f.K = g.K;
-    f.A = A.data();
-    f.lda = std::max<std::int64_t>(a_cols, 1);
-    f.B = B.data();
-    f.ldb = std::max<std::int64_t>(b_cols, 1);
-    f.C = g.C;
-    f.ldc = g.ldc;
+    GemmArgs<float> f = dense_gemm_args(g.trans_a, g.trans_b, g.M, g.N, g.K, A.data(), B.data(), g.C);
+    f.ldc = g.ldc;  // C is the caller's, with the caller's row stride
     gemm(f);
 }
 

@@ -228,6 +228,11 @@ namespace {
 //   1. unpack floats of rows 2i, 2i+1         lane L: [r0_0 r1_0 r0_1 r1_1] ...
 //   2. unpack pairs (as doubles) of rows 4g..  lane L of s[g][e]: rows 4g..4g+3 of column 4L+e
 //   3. shuffle 128-bit lanes across groups   one vector per column: all 16 rows
+// GCC 12 warns that the unpack intrinsics read an uninitialised vector: their header
+// passes _mm512_undefined_ps() as the (unused, all lanes written) merge source.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 __attribute__((target("avx512f"))) void transpose_block_avx512(const float* src, std::int64_t ld, int rows,
                                                                 float* dst, std::int64_t dst_ld) {
     __m512 r[16], t[16];
@@ -257,6 +262,7 @@ __attribute__((target("avx512f"))) void transpose_block_avx512(const float* src,
         _mm512_mask_storeu_ps(dst + (12 + e) * dst_ld, keep, _mm512_shuffle_f32x4(u1, u3, 0xDD));  // lane 3
     }
 }
+#pragma GCC diagnostic pop
 
 }  // namespace
 
