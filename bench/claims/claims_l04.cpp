@@ -84,10 +84,6 @@ Result mem1(const Context& ctx) {
             kernel_gbs[i].push_back(kernels_list[i].bytes_per_element * static_cast<double>(n) / sec * 1e-9);
         }
     }
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
     const double triad = median(triad_gbs);
     const hw::StreamResult copy = hw::stream_copy(bytes, threads);
     r.data["peak_gflops"] = peak;

@@ -35,11 +35,6 @@ std::string fixed(double v, int digits) {
 
 std::string mib(double bytes) { return fixed(bytes / (1024.0 * 1024.0), 2) + " MiB"; }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 // CPU seconds this process has used (user + system, all threads). On a shared machine a
 // step's CPU time varies much less than its wall time, so ratios are taken from it.
 double cpu_seconds() {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <ostream>
@@ -12,6 +13,11 @@ std::string fixed(double v, int digits) {
     std::ostringstream os;
     os << std::fixed << std::setprecision(digits) << v;
     return os.str();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 std::string to_string(Verdict v) {
