@@ -286,6 +286,8 @@ void pack_a(const GemmArgs<float>& g, std::int64_t i0, std::int64_t mc, std::int
     // floats (dst[k * MR + r]), so the micro-kernel reads A strictly sequentially.
     // Rows past the end of the block are zeros. op(A)(i, k) is g.A[i * g.lda + k], or
     // g.A[k * g.lda + i] when g.trans_a: copy whole runs of memory for the layout at hand.
+    // With A stored M x K a sliver is a small transpose: transpose_into_sliver (given, in
+    // gemm_packed.hpp) does exactly that; call it or write the loops yourself.
     for (std::int64_t s = 0; s < mc; s += mr, dst += mr * kc) {
         const std::int64_t rows = std::min<std::int64_t>(mr, mc - s);
         if (g.trans_a) {  // A stored K x M: the MR values of one k are contiguous
@@ -308,7 +310,8 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
     // floats (dst[s * NR * kc + k * NR + j]). Columns past the end are zeros. Read B in
     // the order it is stored: with B stored K x N, walking one sliver down its rows
     // would jump a whole row of B (often several pages) per NR floats, and every
-    // access would wait for memory; row by row the hardware prefetcher streams it.
+    // access would wait for memory; row by row the hardware prefetcher streams it. With
+    // B stored N x K each sliver is a transpose: transpose_into_sliver again.
     if (g.trans_b) {  // B stored N x K: each column of op(B) is a contiguous run along k
         for (std::int64_t s = 0; s < nc; s += nr, dst += nr * kc) {
             const std::int64_t cols = std::min<std::int64_t>(nr, nc - s);

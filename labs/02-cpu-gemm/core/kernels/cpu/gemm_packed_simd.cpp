@@ -243,6 +243,8 @@ void pack_a(const GemmArgs<float>& g, std::int64_t i0, std::int64_t mc, std::int
     // floats (dst[k * MR + r]), so the micro-kernel reads A strictly sequentially.
     // Rows past the end of the block are zeros. op(A)(i, k) is g.A[i * g.lda + k], or
     // g.A[k * g.lda + i] when g.trans_a: copy whole runs of memory for the layout at hand.
+    // With A stored M x K a sliver is a small transpose: transpose_into_sliver (given, in
+    // gemm_packed.hpp) does exactly that; call it or write the loops yourself.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
     throw gl::NotImplemented("02", "pack a block of A into MR-row slivers");
     // LAB 02 END
@@ -255,7 +257,8 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
     // floats (dst[s * NR * kc + k * NR + j]). Columns past the end are zeros. Read B in
     // the order it is stored: with B stored K x N, walking one sliver down its rows
     // would jump a whole row of B (often several pages) per NR floats, and every
-    // access would wait for memory; row by row the hardware prefetcher streams it.
+    // access would wait for memory; row by row the hardware prefetcher streams it. With
+    // B stored N x K each sliver is a transpose: transpose_into_sliver again.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
     throw gl::NotImplemented("02", "pack a panel of B into NR-column slivers");
     // LAB 02 END
