@@ -14,7 +14,9 @@
 #                 (tools/gpu/cuda_locate.sh), and says where;
 #   4. configure  meson from scratch in build-gpu/ (release, CUDA on), and which optional
 #                 peers it found (OpenBLAS, oneDNN, MPI: not carried, so usually none);
-#   5. build      the targets below with every core;
+#   5. build      the targets below with every core (if configure or build fails, the two
+#                 benchmarks are built alone with nvcc, so numbers still come back, and
+#                 the device tests are marked "did not run");
 #   6. runtime    every program finds its libraries (ldd: nothing "not found");
 #   7. device tests  every test that needs a GPU (by convention, a name with "Device" or
 #                 "MatchesGpu"), FIRST, each in its own process, so a faulting kernel
@@ -44,14 +46,15 @@
 # docs/results/YYYY-MM-DD-gpu-checks-h200.md and commit it.
 #
 # --dry-run: the rehearsal for a CPU-only machine (tests/tools/test_gpu_checks.py runs it
-#   in CI). Put a stand-in nvidia-smi first on PATH (tests/tools/fake_nvidia_smi); where a
+#   in CI). Put a stand-in nvidia-smi first on PATH (tests/tools/fake_gpu/nvidia-smi); where a
 #   GPU would be used, the CUDA-on-CPU runtime is: the device-test step runs the same
 #   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*), the benchmarks are the same
 #   programs built for the CPU runtime with host loops standing in for cuBLAS and WMMA
 #   (bench/cuda_gemm_dryrun.cpp), and NCCL, which has no CPU form, may skip.
 # --reuse-build DIR: build in DIR (already configured) instead of from scratch (CI).
 # Environment: GPU_CHECKS_SIZES (default 1024,2048,4096,8192; dry run 32,64),
-#   GPU_CHECKS_DEVICE_TESTS (a GoogleTest filter for step 7).
+#   GPU_CHECKS_DEVICE_TESTS (a GoogleTest filter for step 7), GPU_CHECKS_MESON_OPTIONS
+#   (more options for meson setup).
 set -uo pipefail
 
 usage() { echo "usage: tools/gpu/run_gpu_checks.sh [--dry-run] [--reuse-build DIR] [--budget SECONDS] OUT_DIR" >&2; exit 2; }
@@ -171,6 +174,18 @@ driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
 nvidia-smi >>"$logs/nvidia-smi.txt" 2>&1
 machine_lines+=("GPU: $gpu_name (sm_$sm), driver $driver; $jobs CPU cores; $(uname -srm)")
 [ "$dry_run" -eq 1 ] && machine_lines+=("dry run: the CUDA-on-CPU runtime stands in for the GPU, host loops for cuBLAS and WMMA; sizes $sizes")
+# meson and ninja: on the GPU image they come from pip, maybe only as Python modules.
+if ! command -v ninja >/dev/null 2>&1; then
+    ninja_dir=$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null) && export PATH="$PATH:$ninja_dir"
+fi
+if ! command -v meson >/dev/null 2>&1 && python3 -c 'import mesonbuild' 2>/dev/null; then
+    meson() { python3 -m mesonbuild.mesonmain "$@"; }
+fi
+if ! meson --version >/dev/null 2>&1 || ! ninja --version >/dev/null 2>&1; then
+    record machine FAILED "$gpu_name: meson or ninja not found (PATH, or the Python modules mesonbuild, ninja)"
+    finish
+fi
+machine_lines+=("meson $(meson --version), ninja $(ninja --version), $(c++ --version 2>/dev/null | head -1)")
 record machine passed "$gpu_name, sm_$sm"
 
 # 2. The carried Debian packages, unpacked into a private prefix.
@@ -207,51 +222,73 @@ else
 fi
 
 # 4. Configure from scratch (or reuse, in CI's dry run).
+if [ "$dry_run" -eq 1 ]; then
+    sgemm_bin=bench/cuda_gemm_dryrun_bench hgemm_bin=bench/cuda_hgemm_dryrun_bench
+else
+    sgemm_bin=bench/cuda_gemm_gpu_bench hgemm_bin=bench/cuda_hgemm_gpu_bench
+fi
+configured=0
 if [ -n "$reuse" ]; then
     build=$(cd "$reuse" && pwd)
+    configured=1
     record configure "skipped (dry run)" "reused $build"
 else
     build="$root/build-gpu"
     rm -rf "$build"
     native=()
     [ -f "$prefix/native.ini" ] && native=(--native-file "$prefix/native.ini")
+    # shellcheck disable=SC2086 # GPU_CHECKS_MESON_OPTIONS is a list of options
     if meson setup "$build" "$root" "${native[@]}" --buildtype=release -Dwith_cuda=enabled \
-            -Dgpu_archs="$sm" >"$logs/configure.log" 2>&1; then
+            -Dgpu_archs="$sm" ${GPU_CHECKS_MESON_OPTIONS:-} >"$logs/configure.log" 2>&1; then
+        configured=1
         peers=$(grep -E '^(Run-time dependency (openblas|MPI)|Library (dnnl|nccl)) ' "$logs/configure.log" |
                 sed -E 's/^(Run-time dependency|Library) //; s/ found: /: /; s/ \(.*//' | paste -sd ';' | sed 's/;/; /g')
         record configure passed "optional peers: $peers"
     else
-        record configure FAILED "meson setup failed: $(grep -m1 -E 'ERROR' "$logs/configure.log")"
+        record configure FAILED "meson setup failed (configure.log): $(grep -m1 -E 'ERROR' "$logs/configure.log" | cut -c1-200)"
         cp "$build/meson-logs/meson-log.txt" "$logs/" 2>/dev/null
-        finish
     fi
 fi
 
-# 5. Build what the checks run.
-if [ "$dry_run" -eq 1 ]; then
-    sgemm_bin=bench/cuda_gemm_dryrun_bench hgemm_bin=bench/cuda_hgemm_dryrun_bench
-else
-    sgemm_bin=bench/cuda_gemm_gpu_bench hgemm_bin=bench/cuda_hgemm_gpu_bench
-fi
-all_targets=$(ninja -C "$build" -t targets all 2>/dev/null | cut -d: -f1)
+# 5. Build what the checks run. Should the full build fail here, the two benchmarks are
+# built alone with nvcc (they need nothing but CUDA and cuBLAS), so the run still brings
+# back numbers; the device tests then did not run, and the verdict says so.
+all_targets=""
+[ "$configured" -eq 1 ] && all_targets=$(ninja -C "$build" -t targets all 2>/dev/null | cut -d: -f1)
 targets=(tests/cuda_cpu_tests "$sgemm_bin" "$hgemm_bin")
 for optional in tests/dist_nccl_tests tests/device_tensor_tests; do
     grep -qx "$optional" <<<"$all_targets" && targets+=("$optional")
 done
-if ! out_of_time build; then
-    build_start=$SECONDS
-    if timeout "$(time_left)" ninja -C "$build" -j"$jobs" "${targets[@]}" >"$logs/build.log" 2>&1; then
-        record build passed "${targets[*]} in $(( SECONDS - build_start )) s on $jobs cores"
+build_benchmarks_alone() {
+    build="$logs/nvcc-only"
+    targets=("$sgemm_bin" "$hgemm_bin")
+    all_targets=""
+    mkdir -p "$build/bench"
+    local nv=(nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" -I"$root/core")
+    (cd "$root" && "${nv[@]}" bench/cuda_gemm_gpu.cu core/kernels/cuda/sgemm_gpu.cu core/kernels/cuda/sgemm_versions.cpp \
+        core/cuda_cpu/host_api_gpu.cu -lcublas -o "$build/$sgemm_bin" &&
+     "${nv[@]}" bench/cuda_hgemm_gpu.cu core/kernels/cuda/lowp_gpu.cu core/cuda_cpu/host_api_gpu.cu \
+        -lcublas -o "$build/$hgemm_bin") >"$logs/nvcc-only.log" 2>&1
+}
+if out_of_time build; then
+    finish
+elif [ "$configured" -eq 1 ] && timeout "$(time_left)" ninja -C "$build" -j"$jobs" "${targets[@]}" >"$logs/build.log" 2>&1; then
+    record build passed "${targets[*]} in $(( SECONDS - start_time )) s since the start, on $jobs cores"
+    cp "$build/meson-logs/meson-log.txt" "$logs/" 2>/dev/null
+else
+    [ "$configured" -eq 1 ] && record build FAILED "ninja failed (build.log): $(grep -m1 -E 'error|FAILED' "$logs/build.log" | cut -c1-200)"
+    if [ "$dry_run" -eq 0 ] && build_benchmarks_alone; then
+        record "nvcc-only build" passed "the two benchmarks alone, with nvcc and cuBLAS (nvcc-only.log); no tests"
     else
-        record build FAILED "ninja failed (build.log): $(grep -m1 -E 'error|FAILED' "$logs/build.log" | cut -c1-200)"
+        [ "$dry_run" -eq 0 ] && record "nvcc-only build" FAILED "nvcc-only.log: $(grep -m1 error "$logs/nvcc-only.log" | cut -c1-200)"
         finish
     fi
 fi
-cp "$build/meson-logs/meson-log.txt" "$logs/" 2>/dev/null
 
 # 6. Every program finds its libraries (libcudart, libcublas, NCCL, fmt ...) at run time.
 missing=""
 for t in "${targets[@]}"; do
+    if [ ! -x "$build/$t" ]; then missing="$missing $t: not built;"; continue; fi
     m=$(ldd "$build/$t" 2>&1 | grep 'not found' | awk '{print $1}' | paste -sd ' ')
     [ -n "$m" ] && missing="$missing $t: $m;"
 done
@@ -259,11 +296,13 @@ ldd "$build/$sgemm_bin" >"$logs/ldd.txt" 2>&1
 if [ -z "$missing" ]; then
     record runtime passed "$(grep -oE 'lib(cudart|cublas|nccl)[^ ]* => [^ ]*' "$logs/ldd.txt" | paste -sd ';' | sed 's/;/; /g')"
 else
-    record runtime FAILED "not found at run time:$missing (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+    record runtime FAILED "$missing (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
 fi
 
 # 7. The device tests, first, each in its own process.
-if ! out_of_time "device tests"; then
+if [ ! -x "$build/tests/cuda_cpu_tests" ]; then
+    record "device tests" "did not run" "the test program was not built"
+elif ! out_of_time "device tests"; then
     mkdir -p "$logs/device_tests"
     names=$("$build/tests/cuda_cpu_tests" --gtest_list_tests --gtest_filter="$device_filter" |
         awk '/^[^ ]/{suite=$1} /^  /{print suite $1}')

@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
 # Proves that the packages tools/gpu/pack_deps.sh packed are all the build needs beyond
-# what a GPU machine has: builds the whole project (CUDA included, sm_90 only) from
-# scratch with them unpacked into a private prefix, inside a bubblewrap sandbox where the
-# system's own copies of those packages are hidden (their header folders replaced by
-# empty ones, their files by /dev/null, pkg-config removed), then lists every header the
-# compiler read from outside the repository and the prefix, with the package it belongs to.
+# what a GPU machine has. Inside a bubblewrap sandbox where the system's own copies of
+# those packages (and of the optional peers the GPU image lacks) are hidden, their header
+# folders replaced by empty ones, their files by /dev/null, pkg-config removed:
+#   1. tools/gpu/run_gpu_checks.sh itself runs, as on a GPU machine but with a stand-in
+#      nvidia-smi: it unpacks .gpu-deps, configures build-gpu/ from scratch and builds what
+#      it checks (its device steps then say "did not run": there is no GPU);
+#   2. the rest of the project is built in the same folder (everything, CUDA included);
+# then every header the compiler read from outside the repository and the prefix is
+# listed by the package it belongs to, and so are the libraries the link lines name.
 #
-#   tools/gpu/verify_deps.sh [DEB_DIR]      (default .gpu-deps; also pack_deps.sh --verify)
+#   tools/gpu/verify_deps.sh              (also: tools/gpu/pack_deps.sh --verify)
 #
 # Writes its logs to /tmp/gradlab-verify-deps.XXXX/ and prints the summary. Slow: a full
 # build without ccache (about 15 minutes on 2 cores).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-debs=$(cd "${1:-$root/.gpu-deps}" && pwd)
+debs="$root/.gpu-deps"
+[ -f "$debs/MANIFEST" ] || { echo "no $debs/MANIFEST: run tools/gpu/pack_deps.sh first" >&2; exit 1; }
 # shellcheck source=deps_prefix.sh
 source "$root/tools/gpu/deps_prefix.sh"
 command -v bwrap >/dev/null || { echo "needs bubblewrap (apt-get install bubblewrap)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/gradlab-verify-deps.XXXX)
-prefix="$work/prefix"
-deps_unpack "$debs" "$prefix"
 
 # What to hide: every file of each packed package installed here. A folder under
 # /usr/include, /usr/share or a cmake folder that the package owns becomes an empty tmpfs;
@@ -56,20 +59,24 @@ for tool in /usr/bin/pkg-config /usr/bin/pkgconf /usr/bin/x86_64-linux-gnu-pkg-c
 done
 echo "hiding $(( ${#hide[@]} / 2 )) folders and files of the packed packages installed here"
 
-build="$work/build"
+build="$root/build-gpu"
 cat >"$work/inside.sh" <<EOF
-set -euo pipefail
-source "$root/tools/gpu/deps_prefix.sh"
-deps_use "$prefix"
-export CCACHE_DISABLE=1
+set -uo pipefail
+export CCACHE_DISABLE=1 TMPDIR="$work"
 echo "inside the sandbox: the system's Boost headers: \$(ls /usr/include/boost | wc -l) files; its libfmt.so: \$(stat -L -c %s /usr/lib/x86_64-linux-gnu/libfmt.so) bytes"
-meson setup "$build" "$root" --native-file "$prefix/native.ini" --buildtype=release \
-    -Dwith_cuda=enabled -Dgpu_archs=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
-grep -E '^(Run-time dependency|Library|Found pkg-config|Program mpirun|Message: distribution)' "$work/configure.log"
+PATH="$root/tests/tools/fake_gpu:\$PATH" "$root/tools/gpu/run_gpu_checks.sh" "$work/out"
+echo "run_gpu_checks.sh exit code \$? (1 expected: no GPU, so its device steps did not run)"
+grep "^| " "$work/out/gpu_checks.md"
+source "$root/tools/gpu/deps_prefix.sh"
+source "$root/tools/gpu/cuda_locate.sh"
+prefix=\$(ls -d "$work"/gradlab-gpu-checks.*/prefix)
+deps_use "\$prefix"
+cuda_locate "\$prefix" /dev/null
 ninja -C "$build" -j"\$(nproc)" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
-echo "built \$(grep -c '' <(ninja -C "$build" -t targets all | grep -E ': (cpp|cuda)_LINKER')) programs and libraries"
+echo "the whole project built: \$(ninja -C "$build" -t targets all | grep -cE ': (cpp|cuda)_LINKER') programs and libraries"
 EOF
 time bwrap --bind / / --dev /dev --proc /proc "${hide[@]}" bash "$work/inside.sh"
+prefix=$(ls -d "$work"/gradlab-gpu-checks.*/prefix)
 
 # Every header read from outside the repository and the prefix, by owning package.
 ninja -C "$build" -t deps | awk '/^    \//{print $1}' | sort -u |
