@@ -32,7 +32,7 @@
 #include <memory>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_packed.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
 #include "sys/cpu_info.hpp"
 
 namespace gl::kernels::packed {

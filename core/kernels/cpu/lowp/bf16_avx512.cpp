@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "kernels/cpu/lowp/pack.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "kernels/cpu/lowp/pack.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
