@@ -14,6 +14,7 @@
 
 #include "base/error.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
 #include "parallel/thread_pool.hpp"
 
 namespace gl::kernels {

@@ -9,7 +9,7 @@
 // When B is stored transposed (trans_b) its rows are op(B)'s columns, and the dot-product
 // order i-j-k is already the contiguous one, so that case keeps it.
 #include "base/error.hpp"
-#include "kernels/gemm.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
 
 namespace gl::kernels {
 namespace {

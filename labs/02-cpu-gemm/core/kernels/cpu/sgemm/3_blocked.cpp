@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "kernels/gemm.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
 
 namespace gl::kernels {
 namespace {
