@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "base/error.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
 
 namespace gl::kernels::packed {
