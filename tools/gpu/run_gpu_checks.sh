@@ -113,7 +113,7 @@ write_outputs() {
         for row in "${rows[@]}"; do echo "$row"; done
         for t in "${bench_tables[@]}"; do echo; sed 's/^# /## /' "$t"; done
     } >"$table.tmp" && mv "$table.tmp" "$table"
-    tar -czf "$archive.tmp" -C "$logs" --exclude=prefix --exclude=build . 2>/dev/null && mv "$archive.tmp" "$archive"
+    tar -czf "$archive.tmp" -C "$logs" --exclude=prefix --exclude=nvcc-only ./ 2>/dev/null && mv "$archive.tmp" "$archive"
 }
 # record STEP RESULT DETAILS: RESULT is passed, FAILED, "did not run" (a failure too),
 # or a note that is not a failure ("not built yet", "skipped (dry run)").
