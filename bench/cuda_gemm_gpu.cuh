@@ -34,15 +34,10 @@
 
 namespace {
 
-// Uniform values in [-1, 1) from a hash of the index: quick to make on the device.
+// Uniform values in [-1, 1), made on the device.
 __global__ void fill_uniform(std::size_t n, unsigned seed, float* x) {
     const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    x[i] = static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
+    if (i < n) x[i] = gl::bench::gpu::hashed_uniform(i, seed);
 }
 
 /// Device memory that frees itself.
@@ -70,20 +65,8 @@ struct DeviceArray {
 };
 
 #if defined(__CUDACC__)
-/// Throws with the call's name unless cuBLAS reports success.
-void check_cublas(cublasStatus_t status, const char* what) {
-    if (status != CUBLAS_STATUS_SUCCESS)
-        throw gl::Error(std::string(what) + " failed: cuBLAS status " + std::to_string(int(status)));
-}
-
-cublasHandle_t cublas() {
-    static cublasHandle_t handle = [] {
-        cublasHandle_t h = nullptr;
-        check_cublas(cublasCreate(&h), "cublasCreate");
-        return h;
-    }();
-    return handle;
-}
+using gl::bench::gpu::check_cublas;
+using gl::bench::gpu::cublas;
 
 /// Row-major C = A * B (A: M x K, B: K x N) with cuBLAS, which is column-major: it computes
 /// C^T = B^T * A^T when handed B and A in swapped order; no copies.
@@ -204,45 +187,26 @@ std::string markdown_table(const std::vector<Timing>& t, const std::vector<int>&
     return md.str();
 }
 
-int bench_main(int argc, char** argv) {
-    gl::bench::gpu::Options opt;
-    if (!gl::bench::gpu::parse_options(argc, argv, opt)) return 2;
-    const gl::cuda::DeviceStatus gpu = gl::bench::gpu::device();
-    if (!gpu.available) {
-        std::printf("needs a CUDA device: %s; nothing measured\n", gpu.message.c_str());
-        return 0;
-    }
-    std::printf("device: %s (sm_%d)\n", gpu.name.c_str(), gpu.compute_capability);
+/// Checks every kernel (unless --no_check), then times each at each size.
+bool measure(const gl::bench::gpu::Options& opt, std::vector<Timing>& timings) {
     if (opt.check && !check_all()) {
         std::printf("a kernel gave wrong results: not timing\n");
-        return 1;
+        return false;
     }
-    std::vector<Timing> timings;
     for (int n : opt.sizes) {
         DeviceArray A(std::size_t(n) * n), B(std::size_t(n) * n), C(std::size_t(n) * n);
         A.fill(1);
         B.fill(2);
         for (int v = 0; v < kKernels; ++v) {
             timings.push_back(time_kernel(v, n, A, B, C));
-            const Timing& t = timings.back();
-            std::printf("%-44s %10.3f ms %10.1f GFLOP/s  (%d x %d launches)\n", t.name().c_str(), t.ms, t.gflops,
-                        t.batches, t.launches_per_batch);
-            std::fflush(stdout);
+            gl::bench::gpu::print_timing(timings.back());
         }
     }
-    gl::cuda::synchronize();
-    if (!opt.markdown.empty()) gl::bench::gpu::write_text(opt.markdown, markdown_table(timings, opt.sizes, gpu));
-    if (!opt.json.empty()) gl::bench::gpu::write_json(opt.json, timings, gpu);
-    return 0;
+    return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        return bench_main(argc, argv);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "cuda_gemm_gpu_bench: %s\n", e.what());
-        return 1;
-    }
+    return gl::bench::gpu::run_program("cuda_gemm_gpu_bench", argc, argv, measure, markdown_table);
 }

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,7 @@ using gl::bench::gpu::Timing;
 __global__ void fill(std::size_t n, unsigned seed, float* f, __half* h) {
     const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    unsigned v = static_cast<unsigned>(i) * 2654435761u ^ seed;
-    v ^= v >> 16;
-    v *= 0x85ebca6bu;
-    v ^= v >> 13;
-    const float x = static_cast<float>(v) * (2.0f / 4294967296.0f) - 1.0f;
-    h[i] = __float2half_rn(x);
+    h[i] = __float2half_rn(gl::bench::gpu::hashed_uniform(i, seed));
     f[i] = __half2float(h[i]);  // the same values in both precisions
 }
 
@@ -80,19 +76,8 @@ enum class Kernel { sgemm, gemm_ex, wmma };
 constexpr Kernel kKernels[] = {Kernel::sgemm, Kernel::gemm_ex, Kernel::wmma};
 
 #if defined(__CUDACC__)
-void check_cublas(cublasStatus_t status, const char* what) {
-    if (status != CUBLAS_STATUS_SUCCESS)
-        throw gl::Error(std::string(what) + " failed: cuBLAS status " + std::to_string(int(status)));
-}
-
-cublasHandle_t handle() {
-    static cublasHandle_t h = [] {
-        cublasHandle_t x = nullptr;
-        check_cublas(cublasCreate(&x), "cublasCreate");
-        return x;
-    }();
-    return h;
-}
+using gl::bench::gpu::check_cublas;
+using gl::bench::gpu::cublas;
 
 std::string name(Kernel k) {
     return k == Kernel::sgemm ? "cublasSgemm" : k == Kernel::gemm_ex ? "cublasGemmEx" : "wmma";
@@ -105,13 +90,13 @@ void run(Kernel kernel, const Problem& p) {
     switch (kernel) {
         case Kernel::wmma: gl::kernels::cuda_hgemm_wmma_device(n, n, n, p.A16, p.B16, p.C); break;
         case Kernel::gemm_ex:
-            check_cublas(cublasGemmEx(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, p.B16, CUDA_R_16F, n, p.A16,
+            check_cublas(cublasGemmEx(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, p.B16, CUDA_R_16F, n, p.A16,
                                       CUDA_R_16F, n, &zero, p.C, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
                                       CUBLAS_GEMM_DEFAULT),
                          "cublasGemmEx");
             break;
         case Kernel::sgemm:
-            check_cublas(cublasSgemm(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, p.B32, n, p.A32, n, &zero, p.C, n),
+            check_cublas(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, p.B32, n, p.A32, n, &zero, p.C, n),
                          "cublasSgemm");
             break;
     }
@@ -193,49 +178,27 @@ std::string markdown_table(const std::vector<Timing>& t, const std::vector<int>&
     return md;
 }
 
-int bench_main(int argc, char** argv) {
-    gl::bench::gpu::Options opt;
-    if (!gl::bench::gpu::parse_options(argc, argv, opt)) return 2;
+/// Checks WMMA against cublasGemmEx (unless --no_check), then times each kernel at each size.
+bool measure(const gl::bench::gpu::Options& opt, std::vector<Timing>& timings) {
     for (int n : opt.sizes)
-        if (n <= 0 || n % 16 != 0) {
-            std::fprintf(stderr, "--sizes: %d is not a positive multiple of 16 (the WMMA tile)\n", n);
-            return 2;
-        }
-    const gl::cuda::DeviceStatus gpu = gl::bench::gpu::device();
-    if (!gpu.available) {
-        std::printf("needs a CUDA device: %s; nothing measured\n", gpu.message.c_str());
-        return 0;
-    }
-    std::printf("device: %s (sm_%d)\n", gpu.name.c_str(), gpu.compute_capability);
+        if (n <= 0 || n % 16 != 0) throw std::invalid_argument("--sizes: " + std::to_string(n) +
+                                                                " is not a positive multiple of 16 (the WMMA tile)");
     if (opt.check && !check_wmma()) {
         std::printf("FAILED: the WMMA GEMM disagrees with cublasGemmEx: not timing\n");
-        return 1;
+        return false;
     }
-    std::vector<Timing> timings;
     for (int n : opt.sizes) {
         const Problem p(n);
         for (Kernel k : kKernels) {
             timings.push_back(gl::bench::gpu::time_launches(name(k), n, [&] { run(k, p); }));
-            const Timing& t = timings.back();
-            std::printf("%-56s %10.3f ms %10.1f GFLOP/s  (%d x %d launches)\n", t.name().c_str(), t.ms, t.gflops,
-                        t.batches, t.launches_per_batch);
-            std::fflush(stdout);
+            gl::bench::gpu::print_timing(timings.back());
         }
     }
-    const std::string md = markdown_table(timings, opt.sizes, gpu);
-    std::printf("%s", md.c_str());
-    if (!opt.markdown.empty()) gl::bench::gpu::write_text(opt.markdown, md);
-    if (!opt.json.empty()) gl::bench::gpu::write_json(opt.json, timings, gpu);
-    return 0;
+    return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        return bench_main(argc, argv);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "cuda_hgemm_gpu_bench: %s\n", e.what());
-        return 1;
-    }
+    return gl::bench::gpu::run_program("cuda_hgemm_gpu_bench", argc, argv, measure, markdown_table);
 }

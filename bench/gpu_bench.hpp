@@ -14,11 +14,17 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/device_status.hpp"
 #include "cuda_cpu/host_api.hpp"
+
+#if defined(__CUDACC__)
+#include <cublas_v2.h>
+#endif
 
 namespace gl::bench::gpu {
 
@@ -29,6 +35,16 @@ inline constexpr bool kOnGpu = true;
 inline constexpr bool kOnGpu = false;
 #endif
 
+/// A value in [-1, 1) from a hash of index @p i: test data made on the device, the same
+/// on both runtimes.
+__host__ __device__ inline float hashed_uniform(std::size_t i, unsigned seed) {
+    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    return static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
+}
+
 /// The device the kernels run on: the GPU the driver reports, or the CPU runtime itself.
 inline gl::cuda::DeviceStatus device() {
 #if defined(__CUDACC__)
@@ -37,6 +53,24 @@ inline gl::cuda::DeviceStatus device() {
     return {true, gl::cuda::device_name() + ", dry run", 0, ""};
 #endif
 }
+
+#if defined(__CUDACC__)
+/// Throws with the call's name unless cuBLAS reports success: every cuBLAS call is checked.
+inline void check_cublas(cublasStatus_t status, const char* what) {
+    if (status != CUBLAS_STATUS_SUCCESS)
+        throw gl::Error(std::string(what) + " failed: cuBLAS status " + std::to_string(int(status)));
+}
+
+/// The program's cuBLAS handle, made at the first use.
+inline cublasHandle_t cublas() {
+    static cublasHandle_t handle = [] {
+        cublasHandle_t h = nullptr;
+        check_cublas(cublasCreate(&h), "cublasCreate");
+        return h;
+    }();
+    return handle;
+}
+#endif
 
 /// One kernel at one size: the median time of one launch and the rate it gives.
 struct Timing {
@@ -142,12 +176,53 @@ inline void write_json(const std::string& path, const std::vector<Timing>& t, co
     std::printf("wrote %s\n", path.c_str());
 }
 
+/// Prints one timing as a line of the program's log.
+inline void print_timing(const Timing& t) {
+    std::printf("%-56s %10.3f ms %10.1f GFLOP/s  (%d x %d launches)\n", t.name().c_str(), t.ms, t.gflops, t.batches,
+                t.launches_per_batch);
+    std::fflush(stdout);
+}
+
 /// Writes @p text to @p path; throws if it cannot.
 inline void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path);
     out << text;
     if (!out) throw std::runtime_error("could not write " + path);
     std::printf("wrote %s\n", path.c_str());
+}
+
+/// Checks, then times: false (after saying why) when a kernel gave wrong results.
+using Measure = std::function<bool(const Options&, std::vector<Timing>&)>;
+/// The Markdown table of the timings.
+using Table = std::function<std::string(const std::vector<Timing>&, const std::vector<int>& sizes,
+                                        const gl::cuda::DeviceStatus&)>;
+
+/// The whole program around @p measure: reads the command line (exit code 2 if bad), asks
+/// for the device (none: says so, exit code 0, nothing measured), measures (exit code 1
+/// if a check failed), prints the table and writes it and the JSON where asked. Any error
+/// (a failed CUDA or cuBLAS call throws) ends it with its message and exit code 1.
+inline int run_program(const char* program, int argc, char** argv, const Measure& measure, const Table& table) {
+    try {
+        Options opt;
+        if (!parse_options(argc, argv, opt)) return 2;
+        const gl::cuda::DeviceStatus gpu = device();
+        if (!gpu.available) {
+            std::printf("needs a CUDA device: %s; nothing measured\n", gpu.message.c_str());
+            return 0;
+        }
+        std::printf("device: %s (sm_%d)\n", gpu.name.c_str(), gpu.compute_capability);
+        std::vector<Timing> timings;
+        if (!measure(opt, timings)) return 1;
+        gl::cuda::synchronize();
+        const std::string md = table(timings, opt.sizes, gpu);
+        std::printf("%s", md.c_str());
+        if (!opt.markdown.empty()) write_text(opt.markdown, md);
+        if (!opt.json.empty()) write_json(opt.json, timings, gpu);
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", program, e.what());
+        return 1;
+    }
 }
 
 }  // namespace gl::bench::gpu
