@@ -216,6 +216,8 @@ if cuda_locate "$prefix" "$logs/cuda_found.txt"; then
     else
         record cuda passed "$(head -1 "$logs/cuda_found.txt")"
     fi
+elif [ -n "$reuse" ]; then
+    record cuda "skipped (dry run)" "no nvcc here: the reused build is what runs"
 else
     record cuda FAILED "nvcc not found (cuda_found.txt)"
     finish
@@ -262,7 +264,6 @@ done
 build_benchmarks_alone() {
     build="$logs/nvcc-only"
     targets=("$sgemm_bin" "$hgemm_bin")
-    all_targets=""
     mkdir -p "$build/bench"
     local nv=(nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" -I"$root/core")
     (cd "$root" && "${nv[@]}" bench/cuda_gemm_gpu.cu core/kernels/cuda/sgemm_gpu.cu core/kernels/cuda/sgemm_versions.cpp \
@@ -270,13 +271,20 @@ build_benchmarks_alone() {
      "${nv[@]}" bench/cuda_hgemm_gpu.cu core/kernels/cuda/lowp_gpu.cu core/cuda_cpu/host_api_gpu.cu \
         -lcublas -o "$build/$hgemm_bin") >"$logs/nvcc-only.log" 2>&1
 }
+full_build=0
 if out_of_time build; then
     finish
 elif [ "$configured" -eq 1 ] && timeout "$(time_left)" ninja -C "$build" -j"$jobs" "${targets[@]}" >"$logs/build.log" 2>&1; then
+    full_build=1
     record build passed "${targets[*]} in $(( SECONDS - start_time )) s since the start, on $jobs cores"
     cp "$build/meson-logs/meson-log.txt" "$logs/" 2>/dev/null
 else
-    [ "$configured" -eq 1 ] && record build FAILED "ninja failed (build.log): $(grep -m1 -E 'error|FAILED' "$logs/build.log" | cut -c1-200)"
+    rc=$?
+    if [ "$configured" -eq 1 ] && [ "$rc" -eq 124 ]; then
+        record build FAILED "stopped: out of time (budget $budget s; build.log: $(tail -1 "$logs/build.log" | cut -c1-100))"
+    elif [ "$configured" -eq 1 ]; then
+        record build FAILED "ninja failed (build.log): $(grep -m1 -E 'error|FAILED' "$logs/build.log" | cut -c1-200)"
+    fi
     if [ "$dry_run" -eq 0 ] && build_benchmarks_alone; then
         record "nvcc-only build" passed "the two benchmarks alone, with nvcc and cuBLAS (nvcc-only.log); no tests"
     else
@@ -357,7 +365,9 @@ run_benchmark sgemm "$sgemm_bin" sgemm_vs_cublas
 run_benchmark hgemm "$hgemm_bin" hgemm_vs_cublas
 
 # 10. The device-tensor checks (issue 13), once they exist.
-if grep -qx tests/device_tensor_tests <<<"$all_targets"; then
+if [ "$full_build" -eq 0 ]; then
+    record "device tensor" "did not run" "the full build failed"
+elif grep -qx tests/device_tensor_tests <<<"$all_targets"; then
     if ! out_of_time "device tensor"; then
         timeout "$(time_left)" "$build/tests/device_tensor_tests" --gtest_output="xml:$logs/device_tensor.xml" \
             >"$logs/device_tensor.log" 2>&1
@@ -368,7 +378,9 @@ else
 fi
 
 # 11. NCCL with one rank.
-if ! grep -qx tests/dist_nccl_tests <<<"$all_targets"; then
+if [ "$full_build" -eq 0 ]; then
+    record nccl "did not run" "the full build failed"
+elif ! grep -qx tests/dist_nccl_tests <<<"$all_targets"; then
     if [ "$dry_run" -eq 1 ]; then record nccl "skipped (dry run)" "this build has no NCCL"
     else record nccl FAILED "no NCCL in this build (configure found none; see the cuda line above)"; fi
 elif ! out_of_time nccl; then
