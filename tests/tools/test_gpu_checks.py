@@ -34,7 +34,9 @@ def rows(table: str) -> dict:
 
 
 def dry_run(out: Path, env_extra=None, path_first=FAKE_GPU):
-    env = dict(os.environ, PATH=f"{path_first}:{os.environ['PATH']}", **(env_extra or {}))
+    # The prefix (links to CUDA's libraries) goes beside OUT, not into the checkout.
+    env = dict(os.environ, PATH=f"{path_first}:{os.environ['PATH']}", GPU_CHECKS_PREFIX=str(out.parent / "prefix"),
+               **(env_extra or {}))
     return subprocess.run([str(SCRIPT), "--dry-run", "--reuse-build", str(BUILD), str(out)],
                           env=env, capture_output=True, text=True, timeout=600)
 
@@ -44,12 +46,13 @@ def dry_run(out: Path, env_extra=None, path_first=FAKE_GPU):
 class DryRun(unittest.TestCase):
     def test_every_step_runs_and_passes_on_the_cpu_runtime(self):
         with tempfile.TemporaryDirectory() as d:
-            r = dry_run(Path(d))
+            out = Path(d) / "out"
+            r = dry_run(out)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             # Two files come back, whatever the run wrote: the table and one archive.
-            self.assertEqual(sorted(p.name for p in Path(d).iterdir()),
+            self.assertEqual(sorted(p.name for p in out.iterdir()),
                              ["gpu_checks.md", "gpu_checks_logs.tar.gz"])
-            table = (Path(d) / "gpu_checks.md").read_text()
+            table = (out / "gpu_checks.md").read_text()
             self.assertIn("DRY RUN", table)
             result = rows(table)
             for step in ("machine", "cuda", "build", "runtime", "device tests", "sgemm", "hgemm"):
@@ -58,7 +61,7 @@ class DryRun(unittest.TestCase):
             self.assertEqual(result.get("device tensor"), "not built yet")
             self.assertIn("## CUDA SGEMM family vs cuBLAS", table)
             self.assertIn("## Tensor-core GEMM (WMMA) vs cuBLAS", table)
-            with tarfile.open(Path(d) / "gpu_checks_logs.tar.gz") as tar:
+            with tarfile.open(out / "gpu_checks_logs.tar.gz") as tar:
                 names = tar.getnames()
                 for bench in ("sgemm_vs_cublas", "hgemm_vs_cublas"):
                     runs = json.load(tar.extractfile(f"./{bench}.json"))["benchmarks"]
@@ -76,10 +79,11 @@ class DryRun(unittest.TestCase):
         # tests skip here (no GPU), which is "did not run"; and a size the WMMA kernel
         # refuses makes the HGEMM benchmark exit non-zero.
         with tempfile.TemporaryDirectory() as d:
-            r = dry_run(Path(d), {"GPU_CHECKS_DEVICE_TESTS": "*Device*:*MatchesGpu*-*WithoutAGpu*",
+            out = Path(d) / "out"
+            r = dry_run(out, {"GPU_CHECKS_DEVICE_TESTS": "*Device*:*MatchesGpu*-*WithoutAGpu*",
                                   "GPU_CHECKS_SIZES": "24"})
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-            table = (Path(d) / "gpu_checks.md").read_text()
+            table = (out / "gpu_checks.md").read_text()
             result = rows(table)
             self.assertEqual(result.get("device tests"), "did not run", table)
             self.assertEqual(result.get("hgemm"), "FAILED", table)

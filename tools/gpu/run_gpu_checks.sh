@@ -42,7 +42,8 @@
 #   then run with command: tools/gpu/run_gpu_checks.sh $OUT
 #                 carry: [".gpu-deps"]   timeout_s: 420
 # It takes about 5 minutes (budget 400 s, checked before each step), which leaves time for
-# one rerun in 15 minutes of device time. Copy $OUT/gpu_checks.md to
+# one rerun in 15 minutes of device time (on the still-warm machine, add --reuse-build
+# build-gpu before $OUT). Copy $OUT/gpu_checks.md to
 # docs/results/YYYY-MM-DD-gpu-checks-h200.md and commit it.
 #
 # --dry-run: the rehearsal for a CPU-only machine (tests/tools/test_gpu_checks.py runs it
@@ -51,7 +52,10 @@
 #   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*), the benchmarks are the same
 #   programs built for the CPU runtime with host loops standing in for cuBLAS and WMMA
 #   (bench/cuda_gemm_dryrun.cpp), and NCCL, which has no CPU form, may skip.
-# --reuse-build DIR: build in DIR (already configured) instead of from scratch (CI).
+# --reuse-build DIR: build in DIR (already configured) instead of from scratch: CI's dry
+#   run reuses build/; a rerun on a GPU machine that is still warm reuses build-gpu/ and
+#   the prefix .gpu-prefix/ of the first run (`--reuse-build build-gpu`: no configure, an
+#   incremental build, about 3 minutes).
 # Environment: GPU_CHECKS_SIZES (default 1024,2048,4096,8192; dry run 32,64),
 #   GPU_CHECKS_DEVICE_TESTS (a GoogleTest filter for step 7), GPU_CHECKS_MESON_OPTIONS
 #   (more options for meson setup).
@@ -75,7 +79,8 @@ done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/gradlab-gpu-checks.XXXX")
-prefix="$logs/prefix"
+# The private prefix lives beside the build, so that a rerun with --reuse-build finds both.
+prefix=${GPU_CHECKS_PREFIX:-$root/.gpu-prefix}
 table="$out/gpu_checks.md"
 archive="$out/gpu_checks_logs.tar.gz"
 rm -f "$table" "$archive"
@@ -116,7 +121,7 @@ write_outputs() {
     tar -czf "$archive.tmp" -C "$logs" --exclude=prefix --exclude=nvcc-only ./ 2>/dev/null && mv "$archive.tmp" "$archive"
 }
 # record STEP RESULT DETAILS: RESULT is passed, FAILED, "did not run" (a failure too),
-# or a note that is not a failure ("not built yet", "skipped (dry run)").
+# or a note that is not a failure ("not built yet", "skipped (dry run)", "skipped (reused build)").
 record() {
     local step="$1" result="$2" details="${3//|/\\|}"
     case "$result" in FAILED*|"did not run"*) failures=$((failures + 1)) ;; esac
@@ -191,9 +196,13 @@ record machine passed "$gpu_name, sm_$sm"
 # 2. The carried Debian packages, unpacked into a private prefix.
 # shellcheck source=deps_prefix.sh
 source "$root/tools/gpu/deps_prefix.sh"
-if [ -n "$reuse" ]; then
-    record deps "skipped (dry run)" "reusing the configured build $reuse"
+if [ -n "$reuse" ] && [ -f "$prefix/native.ini" ]; then
+    deps_use "$prefix"
+    record deps passed "reused the prefix $prefix (--reuse-build)"
+elif [ -n "$reuse" ]; then
+    record deps "skipped (reused build)" "no prefix at $prefix: $reuse was configured with this machine's libraries"
 elif compgen -G "$root/.gpu-deps/*.deb" >/dev/null; then
+    rm -rf "$prefix"
     if deps_unpack "$root/.gpu-deps" "$prefix" >"$logs/deps.log" 2>&1; then
         deps_use "$prefix"
         record deps passed "$(ls "$root"/.gpu-deps/*.deb | wc -l) packages from .gpu-deps ($(du -sm "$root/.gpu-deps" | cut -f1) MiB) unpacked into $prefix"
@@ -217,7 +226,7 @@ if cuda_locate "$prefix" "$logs/cuda_found.txt"; then
         record cuda passed "$(head -1 "$logs/cuda_found.txt")"
     fi
 elif [ -n "$reuse" ]; then
-    record cuda "skipped (dry run)" "no nvcc here: the reused build is what runs"
+    record cuda "skipped (reused build)" "no nvcc here: the reused build is what runs"
 else
     record cuda FAILED "nvcc not found (cuda_found.txt)"
     finish
@@ -233,7 +242,7 @@ configured=0
 if [ -n "$reuse" ]; then
     build=$(cd "$reuse" && pwd)
     configured=1
-    record configure "skipped (dry run)" "reused $build"
+    record configure "skipped (reused build)" "$build, configured earlier"
 else
     build="$root/build-gpu"
     rm -rf "$build"
