@@ -4,8 +4,9 @@
 # those packages (and of the optional peers the GPU image lacks) are hidden, their header
 # folders replaced by empty ones, their files by /dev/null, pkg-config removed:
 #   1. tools/gpu/run_gpu_checks.sh itself runs, as on a GPU machine but with a stand-in
-#      nvidia-smi: it unpacks .gpu-deps, configures build-gpu/ from scratch and builds what
-#      it checks (its device steps then say "did not run": there is no GPU);
+#      nvidia-smi and a budget for 2 cores: it unpacks .gpu-deps, configures build-gpu/
+#      from scratch and builds what it checks (its device steps then say "did not run":
+#      there is no GPU);
 #   2. the rest of the project is built in the same folder (everything, CUDA included);
 # then every header the compiler read from outside the repository and the prefix is
 # listed by the package it belongs to, and so are the libraries the link lines name.
@@ -62,21 +63,21 @@ echo "hiding $(( ${#hide[@]} / 2 )) folders and files of the packed packages ins
 build="$root/build-gpu"
 cat >"$work/inside.sh" <<EOF
 set -uo pipefail
-export CCACHE_DISABLE=1 TMPDIR="$work"
+export CCACHE_DISABLE=1 TMPDIR="$work" GPU_CHECKS_PREFIX="$work/prefix"
 echo "inside the sandbox: the system's Boost headers: \$(ls /usr/include/boost | wc -l) files; its libfmt.so: \$(stat -L -c %s /usr/lib/x86_64-linux-gnu/libfmt.so) bytes"
-PATH="$root/tests/tools/fake_gpu:\$PATH" "$root/tools/gpu/run_gpu_checks.sh" "$work/out"
+PATH="$root/tests/tools/fake_gpu:\$PATH" "$root/tools/gpu/run_gpu_checks.sh" --budget 3600 "$work/out"
 echo "run_gpu_checks.sh exit code \$? (1 expected: no GPU, so its device steps did not run)"
 grep "^| " "$work/out/gpu_checks.md"
 source "$root/tools/gpu/deps_prefix.sh"
 source "$root/tools/gpu/cuda_locate.sh"
-prefix=\$(ls -d "$work"/gradlab-gpu-checks.*/prefix)
+prefix="$work/prefix"
 deps_use "\$prefix"
 cuda_locate "\$prefix" /dev/null
 ninja -C "$build" -j"\$(nproc)" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 echo "the whole project built: \$(ninja -C "$build" -t targets all | grep -cE ': (cpp|cuda)_LINKER') programs and libraries"
 EOF
 time bwrap --bind / / --dev /dev --proc /proc "${hide[@]}" bash "$work/inside.sh"
-prefix=$(ls -d "$work"/gradlab-gpu-checks.*/prefix)
+prefix="$work/prefix"
 
 # Every header read from outside the repository and the prefix, by owning package.
 ninja -C "$build" -t deps | awk '/^    \//{print $1}' | sort -u |
