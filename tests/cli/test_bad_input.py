@@ -86,9 +86,14 @@ class BadInput(unittest.TestCase):
             with self.subTest(value=value):
                 self.fails(["train", "--lr", value], "--lr", f"'{value}' is not a positive finite number")
 
-    def test_seed_must_not_be_negative(self):
-        self.fails(["train", "--seed", "-1"], "--seed", "from 0 to 2^64-1")
+    def test_seed_must_be_a_64_bit_unsigned_number(self):
+        for value in ["-1", "18446744073709551616", "1.5"]:
+            with self.subTest(value=value):
+                self.fails(["train", "--seed", value], "--seed", value, "from 0 to 2^64-1")
         self.fails(["claims", "--seed", "-1"], "--seed", "from 0 to 2^64-1")
+
+    def test_a_count_too_large_is_not_clamped(self):
+        self.fails(["train", "--limit", "99999999999999999999"], "--limit", "from 1 to 2^63-1")
 
     def test_choices_are_listed(self):
         self.fails(["train", "--optimizer", "adamw"], "--optimizer", "adamw", "sgd")

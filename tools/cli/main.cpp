@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -285,12 +286,21 @@ int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::st
     return 0;
 }
 
+// Parses all of @p s as a T; false when it is not a number of that type or out of its range
+// (CLI11's own conversion saturates: 99999999999999999999 would become 2^63-1).
+template <class T>
+bool parse_whole(const std::string& s, T& value) {
+    const char* end = s.data() + s.size();
+    const auto [ptr, ec] = std::from_chars(s.data(), end, value);
+    return ec == std::errc() && ptr == end;
+}
+
 // Validators that name what was wrong with the value and what would be right.
 const CLI::Validator kCount(
     [](std::string& s) {
         std::int64_t n = 0;
-        return CLI::detail::lexical_cast(s, n) && n >= 1 ? std::string()
-                                                         : "'" + s + "' is not a count; give a whole number of at least 1";
+        return parse_whole(s, n) && n >= 1 ? std::string()
+                                           : "'" + s + "' is not a count; give a whole number from 1 to 2^63-1";
     },
     "N >= 1");
 const CLI::Validator kPositiveFinite(
@@ -304,9 +314,7 @@ const CLI::Validator kPositiveFinite(
 const CLI::Validator kUnsigned(
     [](std::string& s) {
         std::uint64_t n = 0;
-        return !s.empty() && s[0] != '-' && CLI::detail::lexical_cast(s, n)
-                   ? std::string()
-                   : "'" + s + "' is not a whole number from 0 to 2^64-1";
+        return parse_whole(s, n) ? std::string() : "'" + s + "' is not a whole number from 0 to 2^64-1";
     },
     "N >= 0");
 
