@@ -162,6 +162,10 @@ class BadInput(unittest.TestCase):
         self.fails(["claims", "--only", "FW-9", "--out", self.dir / "out"], "--only", "FW-9", "FW-1")
         self.assertFalse((self.dir / "out").exists(), "nothing written")
 
+    def test_claims_data_folder_that_is_not_there(self):
+        self.fails(["claims", "--only", "FW-1", "--data", self.dir / "nowhere", "--out", self.dir / "out"],
+                   "--data", "nowhere", "is not a folder")
+
     def test_output_folder_that_cannot_be_written(self):
         blocker = self.dir / "a-file"
         blocker.write_text("")

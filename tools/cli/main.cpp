@@ -262,7 +262,11 @@ void check_writable_folder(const std::string& dir) {
 
 int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::string>& only, const std::string& data,
                std::uint64_t seed) {
-    check_writable_folder(out_dir);  // before the experiments, not after minutes of them
+    // Before the experiments, not after minutes of them.
+    check_writable_folder(out_dir);
+    if (!data.empty() && !std::filesystem::is_directory(data))
+        throw gl::Error(fmt::format("--data {} is not a folder; give the folder that holds the MNIST-format files",
+                                    data));
     gl::claims::Context ctx;
     ctx.quick = quick;
     ctx.data_dir = data;
@@ -289,9 +293,10 @@ int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::st
 // Parses all of @p s as a T; false when it is not a number of that type or out of its range
 // (CLI11's own conversion saturates: 99999999999999999999 would become 2^63-1).
 template <class T>
-bool parse_whole(const std::string& s, T& value) {
+bool parse_number(const std::string& s, T& value) {
+    const char* begin = s.data() + (s.starts_with('+') ? 1 : 0);  // from_chars takes no '+'
     const char* end = s.data() + s.size();
-    const auto [ptr, ec] = std::from_chars(s.data(), end, value);
+    const auto [ptr, ec] = std::from_chars(begin, end, value);
     return ec == std::errc() && ptr == end;
 }
 
@@ -299,14 +304,14 @@ bool parse_whole(const std::string& s, T& value) {
 const CLI::Validator kCount(
     [](std::string& s) {
         std::int64_t n = 0;
-        return parse_whole(s, n) && n >= 1 ? std::string()
+        return parse_number(s, n) && n >= 1 ? std::string()
                                            : "'" + s + "' is not a count; give a whole number from 1 to 2^63-1";
     },
     "N >= 1");
 const CLI::Validator kPositiveFinite(
     [](std::string& s) {
         double x = 0;
-        return CLI::detail::lexical_cast(s, x) && std::isfinite(x) && x > 0
+        return parse_number(s, x) && std::isfinite(x) && x > 0
                    ? std::string()
                    : "'" + s + "' is not a positive finite number; give one such as 0.001";
     },
@@ -314,15 +319,21 @@ const CLI::Validator kPositiveFinite(
 const CLI::Validator kUnsigned(
     [](std::string& s) {
         std::uint64_t n = 0;
-        return parse_whole(s, n) ? std::string() : "'" + s + "' is not a whole number from 0 to 2^64-1";
+        return parse_number(s, n) ? std::string() : "'" + s + "' is not a whole number from 0 to 2^64-1";
     },
     "N >= 0");
 
+std::vector<std::string> subcommand_names(CLI::App& app) {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    return names;
+}
+
 // The name of the subcommand in argv (for "see gradlab NAME --help"), or empty.
 std::string subcommand_named(CLI::App& app, int argc, char** argv) {
+    const std::vector<std::string> names = subcommand_names(app);
     for (int i = 1; i < argc; ++i)
-        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
-            if (sub->get_name() == argv[i]) return sub->get_name();
+        if (std::find(names.begin(), names.end(), argv[i]) != names.end()) return argv[i];
     return "";
 }
 
@@ -330,8 +341,7 @@ std::string subcommand_named(CLI::App& app, int argc, char** argv) {
 // --help prints the help and exits 0, as CLI11 does.
 int parse_failed(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    const std::vector<std::string> names = subcommand_names(app);
     if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
         fmt::print(stderr, "gradlab: error: unknown command '{}'; the commands are {} (see gradlab --help)\n", argv[1],
                    join(names, ", "));
