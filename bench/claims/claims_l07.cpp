@@ -395,8 +395,8 @@ std::vector<Claim> lab07_claims() {
         {"CKPT-2", "07",
          "gradient checkpointing saves about 60% of activation memory for about 33% more compute; gradients are "
          "unchanged",
-         ckpt2},
-        {"CKPT-3", "07", "allocating memory is expensive; a caching allocator avoids repeated allocation", ckpt3},
+         ckpt2, true},
+        {"CKPT-3", "07", "allocating memory is expensive; a caching allocator avoids repeated allocation", ckpt3, true},
     };
 }
 

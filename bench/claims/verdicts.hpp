@@ -1,0 +1,144 @@
+// The verdicts of the claims report as pure functions of what was measured. The
+// experiments (claims_lNN.cpp) measure and fill the structs below; the functions here
+// decide, and tests/claims/test_verdicts.cpp feeds them made-up measurements that must
+// flip each verdict. Nothing here times, allocates big buffers or reads the machine.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "claims.hpp"
+
+namespace gl::claims {
+
+/// A verdict and the sentence that says how it follows from the numbers.
+struct Judgement {
+    Verdict verdict = Verdict::NotRun;
+    std::string why;
+};
+
+// ---- Sanity bounds and load ------------------------------------------------------------
+
+/// How far a timed reading may pass a physical ceiling before it is called suspect: run
+/// to run noise of a timer on a shared machine (a probe that landed in a slow moment reads
+/// the ceiling low). Beyond it the measurement, not the hardware, is wrong.
+inline constexpr double kCeilingNoise = 0.15;
+
+/// True when @p measured exceeds @p ceiling by more than kCeilingNoise.
+bool above_ceiling(double measured, double ceiling);
+
+/// True when a timed claim ran while other work competed for the cores: the 1-minute
+/// load average before or after it was above the number of cores.
+bool under_load(double load_before, double load_after, int cores);
+
+/// The thread counts CPU-2 measures on @p cores CPUs: 1, 2, ..., cores, then 2 x cores.
+std::vector<int> thread_counts(int cores);
+
+// ---- CPU-1 -------------------------------------------------------------------------------
+
+/// One GEMM kernel's reading: GFLOP/s on @c threads threads; @c peer for Eigen, OpenBLAS, oneDNN.
+struct GemmReading {
+    std::string name;
+    int threads = 1;
+    double gflops = 0.0;
+    bool peer = false;
+};
+
+struct Cpu1Measured {
+    double peak_1thread = 0.0;   ///< measured FP32 FMA peak, GFLOP/s, one thread
+    double peak_all = 0.0;       ///< the same on @c threads threads
+    int threads = 1;             ///< every core
+    std::vector<GemmReading> kernels;
+};
+/// Reproduced when naive loops reach < 10% of peak and our best kernel on every core >= 50%;
+/// suspect when any kernel reads above the peak of its thread count by more than the noise.
+Judgement judge_cpu1(const Cpu1Measured& m);
+
+// ---- CPU-2 -------------------------------------------------------------------------------
+
+struct ThreadReading {
+    int threads = 1;
+    double gflops = 0.0;
+};
+/// Reproduced when the speed-up on @p cores threads is >= 80% of linear and no count
+/// beyond the cores beats it by more than 10%; suspect when a count's speed-up exceeds the
+/// cores it can use (min(threads, cores)) by more than the noise.
+Judgement judge_cpu2(const std::vector<ThreadReading>& readings, int cores);
+
+// ---- MEM-1 -------------------------------------------------------------------------------
+
+struct BandwidthReading {
+    std::string name;
+    double gbs = 0.0;
+    double flops_per_byte = 0.0;
+};
+struct Mem1Measured {
+    double peak_gflops = 0.0;
+    double triad_gbs = 0.0;      ///< STREAM triad, the bandwidth roof
+    std::vector<BandwidthReading> elementwise;
+    double gemm_gflops = 0.0;
+    double gemm_flops_per_byte = 0.0;
+};
+/// Reproduced when every element-wise kernel is memory-bound by the roofline, reaches
+/// >= 70% of STREAM and <= 20% of peak, and GEMM is compute-bound at >= 50% of peak;
+/// suspect when a kernel beats STREAM or GEMM beats the peak by more than the noise.
+Judgement judge_mem1(const Mem1Measured& m);
+
+// ---- MEM-3 -------------------------------------------------------------------------------
+
+/// The lecture's figures: a CPU socket ~50 GB/s, an A100 ~900 GB/s.
+inline constexpr double kLectureCpuGbs = 50.0, kLectureGpuGbs = 900.0;
+
+struct Mem3Measured {
+    double cpu_triad_gbs = 0.0;
+    int cpu_threads = 1;
+    std::optional<double> gpu_gbs;   ///< device-to-device copy bandwidth, when a GPU was there
+    std::string gpu_name;            ///< or, without one, why not
+};
+/// The CPU half holds when the triad is within 2x of ~50 GB/s; the GPU half when the
+/// device reaches >= half of ~900 GB/s and >= 10x the CPU. Both measured: reproduced when
+/// both hold. Without a GPU: "needs a GPU" when the CPU half holds, not reproduced when it
+/// does not (the missing half cannot rescue it). Suspect when a device reads above 10 TB/s
+/// or the CPU above 1 TB/s (no DRAM of either kind is that fast).
+Judgement judge_mem3(const Mem3Measured& m);
+
+// ---- FP-6 --------------------------------------------------------------------------------
+
+struct Fp6Measured {
+    double axpy_speedup = 0.0;     ///< FP32 time / FP16-storage time, beyond the caches
+    double relu_speedup = 0.0;
+    double gemm_ratio = 0.0;       ///< best 16-bit GEMM / best FP32 GEMM (the lower of the sizes)
+    double gemm_ceiling = 2.0;     ///< what the 16-bit kernel's instructions allow over FP32 FMA
+    std::string best32, best16;    ///< the kernels compared
+};
+/// Reproduced when the bandwidth-bound axpy gains >= 1.6x and the GEMM >= 2x. Suspect when
+/// an element-wise kernel passes 2x (half the bytes cannot be more than twice as fast) or
+/// the GEMM passes its instruction ceiling, by more than the noise.
+Judgement judge_fp6(const Fp6Measured& m);
+
+/// The most a 16-bit GEMM kernel's instructions can do over an FP32 FMA kernel of the same
+/// vector width: AMX tiles 16x, every other CPU path (vdpbf16ps, AVX512-FP16) 2x.
+double lowp_gemm_ceiling(const std::string& kernel_name);
+
+// ---- DP-2 --------------------------------------------------------------------------------
+
+struct Dp2Measured {
+    bool bytes_match = false;                ///< counted bytes == 2(N-1)/N formulas, every N
+    double thread_ring_s = 0.0;              ///< thread transport, N workers, big buffer
+    double thread_reduce_broadcast_s = 0.0;  ///< the same transport and size, master algorithm
+    int thread_workers = 2;
+    std::optional<double> mpi_ring_s;        ///< our ring over MPI (2 processes)
+    std::optional<double> mpi_library_s;     ///< MPI_Allreduce, same processes and size
+    double model_median_error = 0.0;         ///< the fitted cost model against its samples
+    double model_ring_growth = 0.0;          ///< modelled ring time at 1024 workers / at 2
+    double model_master_growth = 0.0;        ///< the same for reduce+broadcast
+};
+/// The bytes decide the "2(N-1)/N per worker" half. The time comparisons are on one
+/// transport each: the ring must beat reduce+broadcast on threads at > 2 workers and be
+/// within 1.25x of MPI_Allreduce over MPI. "Independent of N" is checked on the fitted
+/// model (ring time at 1024 workers within 2x of 2 workers, the master's over 100x), and
+/// only counts when the fit's median error is <= 25%; a worse fit is reported as such.
+Judgement judge_dp2(const Dp2Measured& m);
+
+}  // namespace gl::claims
