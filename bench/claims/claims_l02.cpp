@@ -88,13 +88,9 @@ Result gemm1(const Context& ctx) {
                  kernels::default_gemm().name + " kernel; " + fixed(100 * naive.gemm_share, 0) +
                  "% with naive loops (" + fixed(naive.step_us / 1000, 1) + " ms per step); GEMM is " +
                  fixed(100 * flop_share, 1) + "% of the step's flops";
-    const bool most = fast.gemm_share >= 0.5;
-    r.verdict = most ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = most ? "GEMM takes most of the step even with the optimized kernel"
-                 : "GEMM is " + fixed(100 * flop_share, 1) + "% of the flops and takes " +
-                       fixed(100 * naive.gemm_share, 0) + "% of the time with naive loops, but once it runs near "
-                       "peak the bandwidth-bound rest (element-wise ops, optimizer, autograd bookkeeping) is a "
-                       "large share: the lecture's claim holds for unoptimized code and large layers";
+    const Judgement j = judge_gemm1(fast.gemm_share, naive.gemm_share, flop_share);
+    r.verdict = j.verdict;
+    r.why = j.why;
     return r;
 }
 

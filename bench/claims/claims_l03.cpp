@@ -12,6 +12,7 @@
 
 #include "base/rng.hpp"
 #include "claims.hpp"
+#include "verdicts.hpp"
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/memory_counters.hpp"
 #include "kernels/cuda/sgemm.hpp"
@@ -169,10 +170,9 @@ Result gpu1(const Context& ctx) {
         m << "; on " << gpu.name << " the best CUDA version (" << kernels::cuda_sgemm_versions()[std::size_t(best_version - 1)].name
           << ") at n = " << big << ": " << fixed(best_gpu, 0) << " GFLOP/s (kernel time, operands on the device)";
         r.measured = m.str();
-        r.verdict = ratio >= 10 ? Verdict::Reproduced : Verdict::NotReproduced;
-        r.why = "the GPU ran " + fixed(ratio, 0) + "x the best CPU GEMM's GFLOP/s" +
-                (ratio >= 10 ? " (>= 10: tens to hundreds)" : " (< 10)") +
-                "; the GPU at n = " + std::to_string(big) + " and the CPU at n = " + std::to_string(n) +
+        const Judgement j = judge_gpu1(best_cpu_gflops, best_gpu);
+        r.verdict = j.verdict;
+        r.why = j.why + "; the GPU at n = " + std::to_string(big) + " and the CPU at n = " + std::to_string(n) +
                 ", each near its own best size";
         return r;
     }
@@ -182,10 +182,9 @@ Result gpu1(const Context& ctx) {
 #endif
     m << "; no GPU figure: no GPU in this run";
     r.measured = m.str();
-    r.verdict = Verdict::NeedsGpu;
-    r.why = "the GPU half of the comparison needs a CUDA device (" + no_gpu + "); the CPU half is " +
-            fixed(best_cpu_gflops, 1) + " GFLOP/s, so the claim needs a GPU above " +
-            fixed(10 * best_cpu_gflops / 1000, 1) + " TFLOP/s to hold here";
+    const Judgement j = judge_gpu1(best_cpu_gflops, std::nullopt);
+    r.verdict = j.verdict;
+    r.why = j.why + " (" + no_gpu + ")";
     return r;
 }
 

@@ -164,11 +164,9 @@ Result mem2(const Context& ctx) {
     m << "caches L1 " << size_str(l1) << ", L2 " << size_str(l2) << ", L3 " << size_str(l3);
     r.measured = m.str();
     r.data["levels_ns"] = {{"L1", t1}, {"L2", t2}, {"L3", t3}, {"DRAM", tm}};
-    const bool ok = t1 * 1.5 < t2 && t2 * 1.5 < t3 && t3 * 1.5 < tm;
-    r.verdict = ok ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = "L1 " + fixed(t1, 1) + " ns < L2 " + fixed(t2, 1) + " ns < L3 " + fixed(t3, 1) + " ns < DRAM " + fixed(tm, 0) +
-            " ns" + (ok ? ", each step at least 1.5x slower" : ": some step is less than 1.5x (noise or a small cache)") +
-            "; registers and GPU shared memory/L2 need their own probes (and a GPU)";
+    const Judgement j = judge_mem2({t1, t2, t3, tm});
+    r.verdict = j.verdict;
+    r.why = j.why + "; registers and GPU shared memory/L2 need their own probes (and a GPU)";
     return r;
 }
 

@@ -58,7 +58,7 @@ void log(const Context& ctx, const std::string& line) {
 Result dp1(const Context& ctx) {
     Result r;
     const int steps = ctx.quick ? 3 : 10, rounds = ctx.quick ? 2 : 5;
-    bool faster = true, master_heavier = true;
+    std::vector<DpVsDdp> runs;
     std::ostringstream m;
     for (int n : {2, 4}) {
         // DP and DDP alternate, so that a change in the machine's load hits both alike;
@@ -73,9 +73,7 @@ Result dp1(const Context& ctx) {
         std::sort(ddps.begin(), ddps.end(), by_time);
         const auto dp = dps[dps.size() / 2], ddp = ddps[ddps.size() / 2];
         const double ratio = dp.seconds / ddp.seconds;
-        faster = faster && ratio > 1.0;
-        // At N = 2 both move two models' worth per step (2(N-1) = 2 * 2(N-1)/N); beyond, the master more.
-        if (n > 2) master_heavier = master_heavier && dp.master_bytes > ddp.worker_bytes;
+        runs.push_back({n, dp.seconds, ddp.seconds, dp.master_bytes, ddp.worker_bytes});
         m << (n == 2 ? "" : "; ") << n << " workers: DP " << num(dp.seconds * 1e3, 1) << " ms vs DDP "
           << num(ddp.seconds * 1e3, 1) << " ms per step (DP/DDP " << num(ratio, 2) << "x); the DP master moves "
           << num(static_cast<double>(dp.master_bytes) * 1e-6, 1) << " MB per step, a DDP worker "
@@ -88,14 +86,13 @@ Result dp1(const Context& ctx) {
     }
     r.measured = "MLP 784-1024-1024-10 (1.9M parameters), global batch 64, SGD, thread backend, median of " +
                  std::to_string(rounds) + " alternating rounds of " + std::to_string(steps) + " steps: " + m.str();
-    r.verdict = faster && master_heavier ? Verdict::Reproduced : Verdict::NotReproduced;
+    const Judgement j = judge_dp1(runs);
+    r.verdict = j.verdict;
     const unsigned cores = std::thread::hardware_concurrency();
     r.data["cores"] = cores;
-    r.why = std::string(faster ? "DDP's step is faster at 2 and 4 workers" : "DDP was NOT faster at every worker count") +
-            (master_heavier ? "; at 4 workers the master moves 2(N-1) models per step, a DDP worker 2(N-1)/N"
-                            : "; the master did not move more bytes than a DDP worker") +
+    r.why = j.why +
             ". Workers here are threads on " + std::to_string(cores) + " cores sharing one memory, so expect a " +
-            (faster ? "small margin" : "tie or a loss") +
+            (j.verdict == Verdict::Reproduced ? "small margin" : "tie or a loss") +
             ": there is no link for the master to saturate, the replicas' idle time during the master's serial "
             "work goes to other threads, and DDP's N optimizer steps and gradient copies (DP does one) compete for "
             "the same cores. The claim is about a device per worker";
@@ -426,21 +423,17 @@ Result dp5(const Context& ctx) {
         throw;
     }
     set_default_cpu_allocator(nullptr);
+    std::vector<BatchReading> readings;
+    for (std::size_t i = 0; i < batches.size(); ++i) readings.push_back({batches[i], throughput[i], memory[i]});
     const double speedup = *std::max_element(throughput.begin(), throughput.end()) / throughput.front();
-    // Memory grows linearly: the per-sample cost between the two largest batches matches
-    // the one between the two smallest within 20%.
-    const double slope_small = (memory[1] - memory[0]) / static_cast<double>(batches[1] - batches[0]);
-    const double slope_large = (memory[3] - memory[2]) / static_cast<double>(batches[3] - batches[2]);
-    const bool linear = std::abs(slope_large / slope_small - 1.0) < 0.2;
-    const double per_sample = slope_large;
+    const double per_sample = (memory[3] - memory[2]) / static_cast<double>(batches[3] - batches[2]);
     const double fits_16gb = (16e9 - memory[0]) / per_sample;
     r.measured = "SimpleNet, one process: " + m.str() + "; best throughput " + num(speedup, 2) +
                  "x batch 8's; memory per extra sample " + num(per_sample / 1e3, 1) + " kB (so a 16 GB device fits "
                  "batches up to about " + sci(fits_16gb) + ")";
-    r.verdict = speedup >= 1.5 && linear ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = std::string(speedup >= 1.5 ? "throughput rises with the batch (" : "throughput did not rise by 1.5x (") +
-            num(speedup, 2) + "x) and memory " + (linear ? "grows linearly" : "does NOT grow linearly") +
-            " with it; running out of memory is extrapolated, not provoked";
+    const Judgement j = judge_dp5(readings);
+    r.verdict = j.verdict;
+    r.why = j.why;
     return r;
 }
 

@@ -2,6 +2,7 @@
 #include "verdicts.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gl::claims {
 
@@ -167,6 +168,95 @@ Judgement judge_dp2(const Dp2Measured& m) {
                fixed(m.model_master_growth, 0) + "x" + (flat ? ": independent of N" : ": NOT flat");
     const bool ok = m.bytes_match && threads_ok && mpi_ok && fit_ok && flat;
     return {ok ? Verdict::Reproduced : Verdict::NotReproduced, why};
+}
+
+// ---- The other timed claims ----------------------------------------------------------------
+
+Judgement judge_gemm1(double gemm_time_share, double naive_gemm_time_share, double gemm_flop_share) {
+    if (gemm_time_share > 1.0 + kCeilingNoise || naive_gemm_time_share > 1.0 + kCeilingNoise)
+        return suspect("GEMM's share of the step read " + fixed(100 * std::max(gemm_time_share, naive_gemm_time_share), 0) +
+                       "%");
+    if (gemm_time_share >= 0.5)
+        return {Verdict::Reproduced, "GEMM takes " + fixed(100 * gemm_time_share, 0) +
+                                         "% of the step even with the optimized kernel"};
+    return {Verdict::NotReproduced,
+            "GEMM is " + fixed(100 * gemm_flop_share, 1) + "% of the flops and takes " +
+                fixed(100 * naive_gemm_time_share, 0) + "% of the time with naive loops, but only " +
+                fixed(100 * gemm_time_share, 0) + "% once it runs near peak: the bandwidth-bound rest (element-wise "
+                "ops, optimizer, autograd bookkeeping) is a large share, so the lecture's claim holds for "
+                "unoptimized code and large layers"};
+}
+
+Judgement judge_gpu1(double best_cpu_gflops, std::optional<double> gpu_gflops) {
+    if (!gpu_gflops)
+        return {Verdict::NeedsGpu, "the GPU half of the comparison needs a CUDA device; the CPU half is " +
+                                       fixed(best_cpu_gflops, 1) + " GFLOP/s, so the claim needs a GPU above " +
+                                       fixed(10 * best_cpu_gflops / 1000, 1) + " TFLOP/s to hold here"};
+    const double ratio = *gpu_gflops / best_cpu_gflops;
+    return {ratio >= 10 ? Verdict::Reproduced : Verdict::NotReproduced,
+            "the GPU ran " + fixed(ratio, 0) + "x the best CPU GEMM's GFLOP/s" +
+                (ratio >= 10 ? " (>= 10: tens to hundreds)" : " (< 10)")};
+}
+
+Judgement judge_mem2(const LatencyLadder& ns) {
+    if (ns.l1 < 0.2) return suspect("an L1 hit read " + fixed(ns.l1, 2) + " ns");
+    const bool ok = ns.l1 * 1.5 < ns.l2 && ns.l2 * 1.5 < ns.l3 && ns.l3 * 1.5 < ns.dram;
+    return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            "L1 " + fixed(ns.l1, 1) + " ns < L2 " + fixed(ns.l2, 1) + " ns < L3 " + fixed(ns.l3, 1) + " ns < DRAM " +
+                fixed(ns.dram, 0) + " ns" +
+                (ok ? ", each step at least 1.5x slower" : ": some step is less than 1.5x (noise or a small cache)")};
+}
+
+Judgement judge_ckpt2(bool gradients_identical, double activations_saved_pct, double extra_step_time_pct) {
+    if (activations_saved_pct > 100.0) return suspect(fixed(activations_saved_pct, 1) + "% of the activations saved");
+    const bool ok = gradients_identical && activations_saved_pct >= 60.0 && extra_step_time_pct <= 40.0;
+    return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            "with sqrt(n) segments the peak of saved activations drops by " + fixed(activations_saved_pct, 1) +
+                "% (lecture: ~60%, >= 60% needed) for " + fixed(extra_step_time_pct, 1) + "% more step time (" +
+                (extra_step_time_pct <= 40.0 ? "within" : "above") + " the 40% bound)" +
+                (gradients_identical ? "; gradients unchanged bit for bit" : "; GRADIENTS CHANGED")};
+}
+
+Judgement judge_ckpt3(double speedup_over_fresh, std::uint64_t cache_misses) {
+    const bool ok = speedup_over_fresh >= 1.5 && cache_misses == 0;
+    return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            "the caching allocator makes a step's allocations " + fixed(speedup_over_fresh, 1) +
+                "x cheaper than fresh pages (>= 1.5x needed), " +
+                (cache_misses == 0 ? "every request hit the cache"
+                                   : std::to_string(cache_misses) + " requests missed the cache")};
+}
+
+Judgement judge_dp1(const std::vector<DpVsDdp>& runs) {
+    bool faster = true, master_heavier = true;
+    std::string ratios;
+    for (const auto& r : runs) {
+        faster = faster && r.dp_seconds > r.ddp_seconds;
+        // At 2 workers both move two models' worth per step (2(N-1) = 2 * 2(N-1)/N); beyond, the master more.
+        if (r.workers > 2) master_heavier = master_heavier && r.dp_master_bytes > r.ddp_worker_bytes;
+        ratios += (ratios.empty() ? "" : ", ") + fixed(r.dp_seconds / r.ddp_seconds, 2) + "x at " +
+                  std::to_string(r.workers);
+    }
+    return {faster && master_heavier ? Verdict::Reproduced : Verdict::NotReproduced,
+            std::string(faster ? "DDP's step is faster at every worker count" : "DDP was NOT faster at every worker count") +
+                " (DP/DDP " + ratios + ")" +
+                (master_heavier ? "; beyond 2 workers the master moves 2(N-1) models per step, a DDP worker 2(N-1)/N"
+                                : "; the master did not move more bytes than a DDP worker")};
+}
+
+Judgement judge_dp5(const std::vector<BatchReading>& r) {
+    if (r.size() < 4) return {Verdict::NotRun, "fewer than 4 batch sizes measured"};
+    double best = 0.0;
+    for (const auto& b : r) best = std::max(best, b.samples_per_second);
+    const double speedup = best / r.front().samples_per_second;
+    const auto slope = [](const BatchReading& a, const BatchReading& b) {
+        return (b.peak_bytes - a.peak_bytes) / static_cast<double>(b.batch - a.batch);
+    };
+    const std::size_t n = r.size();
+    const bool linear = std::abs(slope(r[n - 2], r[n - 1]) / slope(r[0], r[1]) - 1.0) < 0.2;
+    return {speedup >= 1.5 && linear ? Verdict::Reproduced : Verdict::NotReproduced,
+            std::string(speedup >= 1.5 ? "throughput rises with the batch (" : "throughput did not rise by 1.5x (") +
+                fixed(speedup, 2) + "x) and memory " + (linear ? "grows linearly" : "does NOT grow linearly") +
+                " with it; running out of memory is extrapolated, not provoked"};
 }
 
 }  // namespace gl::claims

@@ -4,6 +4,7 @@
 // flip each verdict. Nothing here times, allocates big buffers or reads the machine.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -140,5 +141,52 @@ struct Dp2Measured {
 /// model (ring time at 1024 workers within 2x of 2 workers, the master's over 100x), and
 /// only counts when the fit's median error is <= 25%; a worse fit is reported as such.
 Judgement judge_dp2(const Dp2Measured& m);
+
+// ---- The other timed claims ----------------------------------------------------------------
+
+/// GEMM-1: reproduced when GEMM takes >= half of a training step with the fast kernel.
+/// Suspect when a time share is above 1 (the timer counted something twice).
+Judgement judge_gemm1(double gemm_time_share, double naive_gemm_time_share, double gemm_flop_share);
+
+/// GPU-1: the best GPU GEMM over the best CPU GEMM; reproduced at >= 10x, "needs a GPU"
+/// without a GPU figure (@p gpu_gflops empty).
+Judgement judge_gpu1(double best_cpu_gflops, std::optional<double> gpu_gflops);
+
+/// MEM-2: pointer-chasing latency, ns, in each level's working set.
+struct LatencyLadder {
+    double l1 = 0.0, l2 = 0.0, l3 = 0.0, dram = 0.0;
+};
+/// Reproduced when each level is >= 1.5x slower than the one above; suspect when an L1
+/// hit reads under 0.2 ns (a dependent load takes at least a cycle, < 5 GHz).
+Judgement judge_mem2(const LatencyLadder& ns);
+
+/// CKPT-2 with sqrt(n) segments: reproduced when the gradients are bit-identical, the saved
+/// activations drop by >= 60% and the step takes <= 40% longer. Suspect when more than all
+/// of the activations were saved (> 100%).
+Judgement judge_ckpt2(bool gradients_identical, double activations_saved_pct, double extra_step_time_pct);
+
+/// CKPT-3: reproduced when caching makes a step's allocations >= 1.5x cheaper than fresh
+/// pages with no request missing the cache.
+Judgement judge_ckpt3(double speedup_over_fresh, std::uint64_t cache_misses);
+
+/// DP-1 at one worker count: step times and the bytes the DP master and a DDP worker move.
+struct DpVsDdp {
+    int workers = 2;
+    double dp_seconds = 0.0, ddp_seconds = 0.0;
+    std::uint64_t dp_master_bytes = 0, ddp_worker_bytes = 0;
+};
+/// Reproduced when DDP's step is faster at every count and, beyond 2 workers (where both
+/// move the same), the master moves more bytes than a DDP worker.
+Judgement judge_dp1(const std::vector<DpVsDdp>& runs);
+
+/// DP-5: throughput (samples/s) and peak step memory (bytes) at growing batch sizes.
+struct BatchReading {
+    std::int64_t batch = 0;
+    double samples_per_second = 0.0, peak_bytes = 0.0;
+};
+/// Reproduced when the best throughput is >= 1.5x the smallest batch's and the memory per
+/// extra sample between the two largest batches is within 20% of that between the two
+/// smallest (linear). Needs >= 4 readings in increasing batch order.
+Judgement judge_dp5(const std::vector<BatchReading>& readings);
 
 }  // namespace gl::claims

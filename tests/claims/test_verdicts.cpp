@@ -235,6 +235,61 @@ TEST(ClaimsDp2, WithoutMpiTheRowSaysTheComparisonIsMissing) {
     EXPECT_NE(judge_dp2(m).why.find("MPI comparison was not measured"), std::string::npos);
 }
 
+// ---- the other timed claims ------------------------------------------------------------------
+
+TEST(ClaimsGemm1, TheShareOfTheStepDecides) {
+    EXPECT_EQ(judge_gemm1(0.6, 0.95, 0.97).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_gemm1(0.4, 0.95, 0.97).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_gemm1(1.3, 0.95, 0.97).verdict, Verdict::Suspect);
+}
+
+TEST(ClaimsGpu1, TenTimesTheCpuOrNeedsAGpu) {
+    EXPECT_EQ(judge_gpu1(200.0, std::nullopt).verdict, Verdict::NeedsGpu);
+    EXPECT_EQ(judge_gpu1(200.0, 40000.0).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_gpu1(200.0, 1500.0).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsMem2, EachLevelSlowerByHalfAgain) {
+    EXPECT_EQ(judge_mem2({1.2, 4.0, 15.0, 90.0}).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_mem2({1.2, 1.5, 15.0, 90.0}).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_mem2({0.05, 4.0, 15.0, 90.0}).verdict, Verdict::Suspect);
+}
+
+TEST(ClaimsCkpt2, MemorySavedTimeBoundAndIdenticalGradients) {
+    EXPECT_EQ(judge_ckpt2(true, 70.0, 30.0).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_ckpt2(false, 70.0, 30.0).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_ckpt2(true, 50.0, 30.0).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_ckpt2(true, 70.0, 45.0).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_ckpt2(true, 120.0, 30.0).verdict, Verdict::Suspect);
+}
+
+TEST(ClaimsCkpt3, CheaperAndEveryRequestHit) {
+    EXPECT_EQ(judge_ckpt3(3.0, 0).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_ckpt3(1.2, 0).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_ckpt3(3.0, 2).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsDp1, DdpFasterEverywhereAndTheMasterHeavierBeyondTwo) {
+    std::vector<DpVsDdp> runs{{2, 0.012, 0.010, 100, 100}, {4, 0.020, 0.015, 600, 150}};
+    EXPECT_EQ(judge_dp1(runs).verdict, Verdict::Reproduced);
+    runs[1].ddp_seconds = 0.025;
+    EXPECT_EQ(judge_dp1(runs).verdict, Verdict::NotReproduced);
+    runs[1].ddp_seconds = 0.015;
+    runs[1].dp_master_bytes = 100;
+    EXPECT_EQ(judge_dp1(runs).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsDp5, ThroughputUpMemoryLinear) {
+    std::vector<BatchReading> r{{8, 1000, 8e5}, {32, 2000, 3.2e6}, {128, 2500, 1.28e7}, {512, 2600, 5.12e7}};
+    EXPECT_EQ(judge_dp5(r).verdict, Verdict::Reproduced);
+    auto flat = r;
+    for (auto& b : flat) b.samples_per_second = 1000;
+    EXPECT_EQ(judge_dp5(flat).verdict, Verdict::NotReproduced);
+    auto bent = r;
+    bent[3].peak_bytes = 1e8;  // the last step grows twice as fast
+    EXPECT_EQ(judge_dp5(bent).verdict, Verdict::NotReproduced);
+}
+
 // ---- the rows and the summary -------------------------------------------------------------
 
 Result row(Verdict v) {
