@@ -105,17 +105,10 @@ Result gpu2(const Context& ctx) {
     const std::string time_part = "; the timing half needs a GPU (this build has no CUDA)";
 #endif
     r.measured = m.str();
-    const bool tiling = std::fabs(load_ratio - tile) < 1e-9;
-    const bool coalescing = coalesced_spr < naive_spr && coalesced_store_spr < naive_store_spr;
-    r.verdict = tiling && coalescing && conflicts == 0 ? Verdict::Reproduced : Verdict::NotReproduced;
-    if (r.verdict == Verdict::Reproduced)
-        r.why = "tiling cut global loads by exactly the tile factor (" + fixed(load_ratio, 0) +
-                " = 32) without bank conflicts, and coalescing cut sectors per load request from " +
-                fixed(naive_spr, 1) + " to " + fixed(coalesced_spr, 1) + " (exact counts)" + time_part;
-    else
-        r.why = std::string(tiling ? "" : "the tiled/coalesced load ratio is " + fixed(load_ratio, 3) + ", not 32; ") +
-                (coalescing ? "" : "coalescing did not reduce sectors per request; ") +
-                (conflicts == 0 ? "" : "the tiled kernel had bank conflicts");
+    const Judgement j = judge_gpu2({load_ratio, static_cast<int>(tile), naive_spr, coalesced_spr, naive_store_spr,
+                                    coalesced_store_spr, static_cast<std::uint64_t>(conflicts)});
+    r.verdict = j.verdict;
+    r.why = j.why + (j.verdict == Verdict::Reproduced ? time_part : "");
     return r;
 }
 

@@ -121,18 +121,11 @@ Result ckpt1(const Context& ctx) {
       << "outputs, pool indices), " << fixed(resnet_outputs / 1e9, 2) << " GB counting one output per layer; "
       << "parameters+gradients+Adam state " << fixed(resnet_weights / 1e9, 2) << " GB.";
     r.measured = m.str();
-    const bool resnet_dominates = resnet_saved > 2.0 * resnet_weights;
-    const bool near_lecture = resnet_outputs > 0.75e9 && resnet_outputs < 3e9;
-    r.verdict = fixed_weights && linear && estimator_exact && resnet_dominates && near_lecture ? Verdict::Reproduced
-                                                                                               : Verdict::NotReproduced;
-    r.why = std::string(fixed_weights ? "weight memory does not change with batch; " : "weight memory changed with batch; ") +
-            (linear ? "saved activations grow exactly linearly with it; " : "saved activations are not linear in batch; ") +
-            (estimator_exact ? "the shape-walking estimator equals the allocator's count exactly for both MLPs; "
-                             : "the estimator disagrees with the allocator; ") +
-            "for ResNet-50 at batch 32 activations are " + fixed(resnet_saved / resnet_weights, 1) +
-            "x the weight-related memory, and the lecture's ~1.5 GB matches one output per layer (" +
-            fixed(resnet_outputs / 1e9, 2) + " GB); what a framework really keeps is about twice that (" +
-            fixed(resnet_saved / 1e9, 2) + " GB: batch norm keeps its input and ReLU its output). Small models "
+    const Judgement j =
+        judge_ckpt1({fixed_weights, linear, estimator_exact, resnet_saved, resnet_outputs, resnet_weights});
+    r.verdict = j.verdict;
+    r.why = j.why + "; what a framework really keeps is about twice that (" + fixed(resnet_saved / 1e9, 2) +
+            " GB: batch norm keeps its input and ReLU its output). Small models "
             "are the exception: SimpleNet's activations pass its weights only at large batches";
     return r;
 }

@@ -321,9 +321,9 @@ Result dp3(const Context&) {
                  "global batch: largest weight difference " + sci(worst_ddp) + "; " + std::to_string(k) +
                  " accumulated micro-batches vs one batch " + std::to_string(k) + "x larger: largest gradient "
                  "difference " + sci(worst_acc) + " (float32)";
-    r.verdict = worst_ddp < tol && worst_acc < tol ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = "both differences are " + std::string(worst_ddp < tol && worst_acc < tol ? "below" : "NOT below") +
-            " the stated tolerance 1e-5 (float rounding: the sums are taken in another order)";
+    const Judgement j = judge_dp3(worst_ddp, worst_acc, tol);
+    r.verdict = j.verdict;
+    r.why = j.why;
     return r;
 }
 
@@ -354,10 +354,9 @@ Result dp4(const Context&) {
     const bool reshuffled = DistributedSampler(4, 0, true, 1).indices(size, 0) !=
                             DistributedSampler(4, 0, true, 1).indices(size, 1);
     r.measured = m.str() + (reshuffled ? "; each epoch is shuffled differently" : "; epochs repeat the same order");
-    r.verdict = ok && reshuffled ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = ok ? "every worker gets the same number of samples and every sample is visited once per epoch "
-                 "(the padding repeats fewer than N samples)"
-               : "the split is uneven or misses samples";
+    const Judgement j = judge_dp4(ok, reshuffled);
+    r.verdict = j.verdict;
+    r.why = j.why;
     return r;
 }
 

@@ -73,7 +73,8 @@ Result run_timed(const Claim& claim, const Context& ctx) {
                      << " cores: measuring once more\n" << std::flush;
         const double again_before = load_average();
         Result again = run_once(claim, ctx);
-        again.data["first_run"] = {{"verdict", to_string(r.verdict)}, {"load_before", before}, {"load_after", after}};
+        again.data["first_run"] = {{"verdict", to_string(r.verdict)}, {"why", r.why}, {"seconds", r.seconds},
+                                   {"load_before", before}, {"load_after", after}};
         again.load_before = again_before;
         again.load_after = load_average();
         again.remeasured = true;

@@ -259,4 +259,116 @@ Judgement judge_dp5(const std::vector<BatchReading>& r) {
                 " with it; running out of memory is extrapolated, not provoked"};
 }
 
+// ---- The claims checked by exact counts ---------------------------------------------------
+
+Judgement judge_fw1(int gradchecks_passed, int gradchecks, double first_loss, double last_loss, bool depth_varied) {
+    const bool grads_ok = gradchecks_passed == gradchecks;
+    const bool toy_ok = last_loss < 0.5 * first_loss && depth_varied;
+    return {grads_ok && toy_ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            std::string(grads_ok ? "every op's backward matches finite differences"
+                                 : std::to_string(gradchecks - gradchecks_passed) + " op gradient checks failed") +
+                (toy_ok ? " and the data-dependent graph trained (its loss at least halved)"
+                        : "; the data-dependent network did not train (or never changed depth)")};
+}
+
+Judgement judge_fw2(double final_accuracy, int epochs) {
+    if (final_accuracy < 0.0 || final_accuracy > 1.0) return suspect("an accuracy of " + fixed(final_accuracy, 4));
+    const bool ok = final_accuracy >= 0.87;
+    return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            "after " + std::to_string(epochs) + " epochs the test accuracy is " + fixed(final_accuracy, 4) +
+                (ok ? " >= 0.87" : " < 0.87")};
+}
+
+Judgement judge_gpu2(const Gpu2Counts& c) {
+    const bool tiling = std::fabs(c.load_ratio - c.tile) < 1e-9;
+    const bool coalescing =
+        c.coalesced_load_sectors < c.naive_load_sectors && c.coalesced_store_sectors < c.naive_store_sectors;
+    if (tiling && coalescing && c.bank_conflicts == 0)
+        return {Verdict::Reproduced, "tiling cut global loads by exactly the tile factor (" + fixed(c.load_ratio, 0) +
+                                         " = " + std::to_string(c.tile) +
+                                         ") without bank conflicts, and coalescing cut sectors per load request from " +
+                                         fixed(c.naive_load_sectors, 1) + " to " + fixed(c.coalesced_load_sectors, 1) +
+                                         " (exact counts)"};
+    return {Verdict::NotReproduced,
+            std::string(tiling ? "" : "the tiled/coalesced load ratio is " + fixed(c.load_ratio, 3) + ", not " +
+                                          std::to_string(c.tile) + "; ") +
+                (coalescing ? "" : "coalescing did not reduce sectors per request; ") +
+                (c.bank_conflicts == 0 ? "" : "the tiled kernel had bank conflicts")};
+}
+
+Judgement judge_fp2(std::uint64_t zero_unscaled, double lost_unscaled, double lost_scaled, double nonzero) {
+    const bool shows = zero_unscaled > 0 && lost_scaled * 10 <= lost_unscaled;
+    return {shows ? Verdict::Reproduced : Verdict::NotReproduced,
+            shows ? "small gradients do underflow in FP16 on this model, and loss scaling cuts the values lost to zero "
+                    "or to subnormals at least tenfold"
+                  : "the effect is too small to show here: lost values without scaling " +
+                        fixed(100 * lost_unscaled / nonzero, 3) + "%, with " + fixed(100 * lost_scaled / nonzero, 3) + "%"};
+}
+
+Judgement judge_fp3(double vanished_fp16, double vanished_master) {
+    const bool shows = vanished_fp16 >= 0.01 && vanished_fp16 >= 10 * vanished_master;
+    return {shows ? Verdict::Reproduced : Verdict::NotReproduced,
+            shows ? "with FP16 weights a sizeable share of updates (" + fixed(100 * vanished_fp16, 1) +
+                        "%) is smaller than half an ulp and rounds away; FP32 masters keep (nearly) all of them"
+                  : "with Adam (step ~ lr, whatever the gradient) few updates fall below half an FP16 ulp here: " +
+                        fixed(100 * vanished_fp16, 2) + "% vs " + fixed(100 * vanished_master, 2) + "%"};
+}
+
+Judgement judge_fp4(double fp32, double mixed, double bf16, double fp16_unscaled) {
+    const bool within = std::abs(mixed - fp32) <= 0.01 && std::abs(bf16 - fp32) <= 0.01;
+    return {within ? Verdict::Reproduced : Verdict::NotReproduced,
+            "fp16+scaling+master is " + fixed(100 * (mixed - fp32), 2) + " points and bf16 " +
+                fixed(100 * (bf16 - fp32), 2) + " points from FP32 (" + (within ? "both within 1" : "not both within 1") +
+                "); fp16 without scaling is " + fixed(100 * (fp16_unscaled - fp32), 2) + " points from FP32"};
+}
+
+Judgement judge_fp5(double fp16_first, double fp16_last, double fp32_last) {
+    const bool shows = fp16_last > 100 * fp32_last && fp16_last > 10 * fp16_first;
+    return {shows ? Verdict::Reproduced : Verdict::NotReproduced,
+            "at the largest K FP16 accumulation is off by " + fixed(100 * fp16_last, 1) + "% (" +
+                fixed(fp16_last / fp16_first, 0) + "x its error at the smallest K), FP32 by " +
+                fixed(100 * fp32_last, 5) + "%" +
+                (shows ? ": FP32 accumulation is what keeps tensor-core GEMMs accurate"
+                       : ": expected FP16 > 100x FP32 and growing > 10x with K")};
+}
+
+Judgement judge_dp3(double ddp_difference, double accumulation_difference, double tolerance) {
+    const bool ok = ddp_difference < tolerance && accumulation_difference < tolerance;
+    return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            "both differences are " + std::string(ok ? "below" : "NOT below") + " the stated tolerance " +
+                fixed(tolerance, 6) + " (float rounding: the sums are taken in another order)"};
+}
+
+Judgement judge_fp1(bool every_pattern_exact, bool bf16_keeps_range) {
+    return {every_pattern_exact && bf16_keeps_range ? Verdict::Reproduced : Verdict::NotReproduced,
+            std::string(bf16_keeps_range ? "BF16's min normal equals FP32's and its max is FP32's to 3 digits"
+                                         : "BF16 does not keep FP32's range") +
+                (every_pattern_exact ? "; every pattern converts bit-exactly" : "; some patterns disagree (see data)")};
+}
+
+Judgement judge_ckpt1(const Ckpt1Measured& m) {
+    const bool dominates = m.resnet_saved_bytes > 2.0 * m.resnet_weight_bytes;
+    const bool near_lecture = m.resnet_output_bytes > 0.75e9 && m.resnet_output_bytes < 3e9;
+    const bool ok = m.weights_fixed && m.activations_linear && m.estimator_exact && dominates && near_lecture;
+    return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
+            std::string(m.weights_fixed ? "weight memory does not change with batch; "
+                                        : "weight memory changed with batch; ") +
+                (m.activations_linear ? "saved activations grow exactly linearly with it; "
+                                      : "saved activations are not linear in batch; ") +
+                (m.estimator_exact ? "the shape-walking estimator equals the allocator's count exactly; "
+                                   : "the estimator disagrees with the allocator; ") +
+                "for ResNet-50 at batch 32 activations are " + fixed(m.resnet_saved_bytes / m.resnet_weight_bytes, 1) +
+                "x the weight-related memory" + (dominates ? "" : " (not > 2x)") +
+                ", and one output per layer is " + fixed(m.resnet_output_bytes / 1e9, 2) + " GB (lecture: ~1.5 GB" +
+                (near_lecture ? ")" : "; NOT within 0.75-3 GB)")};
+}
+
+Judgement judge_dp4(bool even_and_complete, bool reshuffled) {
+    return {even_and_complete && reshuffled ? Verdict::Reproduced : Verdict::NotReproduced,
+            std::string(even_and_complete ? "every worker gets the same number of samples and every sample is visited "
+                                            "once per epoch (the padding repeats fewer than N samples)"
+                                          : "the split is uneven or misses samples") +
+                (reshuffled ? "" : "; epochs repeat the same order")};
+}
+
 }  // namespace gl::claims

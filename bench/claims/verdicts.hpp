@@ -189,4 +189,63 @@ struct BatchReading {
 /// smallest (linear). Needs >= 4 readings in increasing batch order.
 Judgement judge_dp5(const std::vector<BatchReading>& readings);
 
+// ---- The claims checked by exact counts ---------------------------------------------------
+
+/// FW-1: reproduced when every op's gradient check passes and the data-dependent net's loss
+/// at least halved while its depth varied.
+Judgement judge_fw1(int gradchecks_passed, int gradchecks, double first_loss, double last_loss, bool depth_varied);
+
+/// FW-2: reproduced at a final test accuracy >= 0.87; suspect outside [0, 1].
+Judgement judge_fw2(double final_accuracy, int epochs);
+
+/// GPU-2 (counted on the CUDA-on-CPU runtime): tiling cuts global loads by exactly the tile
+/// factor, coalescing cuts sectors per request for loads and stores, no bank conflicts.
+struct Gpu2Counts {
+    double load_ratio = 0.0;        ///< coalesced kernel's global-load bytes / tiled kernel's
+    int tile = 32;
+    double naive_load_sectors = 0.0, coalesced_load_sectors = 0.0;    ///< per request
+    double naive_store_sectors = 0.0, coalesced_store_sectors = 0.0;  ///< per request
+    std::uint64_t bank_conflicts = 0;
+};
+Judgement judge_gpu2(const Gpu2Counts& c);
+
+/// FP-2: gradient values lost (zero or subnormal in FP16) without and with loss scaling;
+/// reproduced when some underflow to zero without scaling and scaling cuts the lost values
+/// at least tenfold.
+Judgement judge_fp2(std::uint64_t zero_unscaled, double lost_unscaled, double lost_scaled, double nonzero);
+
+/// FP-3: the fraction of updates that vanished with FP16 weights and with FP32 masters;
+/// reproduced when >= 1% vanish in FP16 and >= 10x as many as with masters.
+Judgement judge_fp3(double vanished_fp16, double vanished_master);
+
+/// FP-4: final test accuracies; reproduced when mixed precision (FP16 + scaling + masters)
+/// and BF16 are both within 1 point of FP32.
+Judgement judge_fp4(double fp32, double mixed, double bf16, double fp16_unscaled);
+
+/// FP-5: relative error of FP16-accumulated sums at the smallest and largest K, and of
+/// FP32-accumulated at the largest; reproduced when FP16 is > 100x FP32's and grew > 10x.
+Judgement judge_fp5(double fp16_first, double fp16_last, double fp32_last);
+
+/// DP-3: largest weight difference DDP vs one process, and largest gradient difference of
+/// accumulated micro-batches vs one batch; reproduced when both are below @p tolerance.
+Judgement judge_dp3(double ddp_difference, double accumulation_difference, double tolerance);
+
+/// FP-1: reproduced when every one of the 65,536 patterns converts bit-exactly (against
+/// Eigen, F16C where present, and round trips) and BF16 keeps FP32's range.
+Judgement judge_fp1(bool every_pattern_exact, bool bf16_keeps_range);
+
+/// CKPT-1: the memory accounting holds (weights fixed in the batch, activations linear in
+/// it, the estimator equal to the allocator's count) and for ResNet-50 at batch 32 the
+/// saved activations are > 2x the weight-related memory, with one output per layer near
+/// the lecture's ~1.5 GB (0.75-3 GB).
+struct Ckpt1Measured {
+    bool weights_fixed = false, activations_linear = false, estimator_exact = false;
+    double resnet_saved_bytes = 0.0, resnet_output_bytes = 0.0, resnet_weight_bytes = 0.0;
+};
+Judgement judge_ckpt1(const Ckpt1Measured& m);
+
+/// DP-4: reproduced when every worker count split the data evenly, covered every sample
+/// (padding fewer than N) and each epoch was shuffled differently.
+Judgement judge_dp4(bool even_and_complete, bool reshuffled);
+
 }  // namespace gl::claims

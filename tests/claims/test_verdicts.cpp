@@ -290,6 +290,75 @@ TEST(ClaimsDp5, ThroughputUpMemoryLinear) {
     EXPECT_EQ(judge_dp5(bent).verdict, Verdict::NotReproduced);
 }
 
+// ---- the claims checked by exact counts ---------------------------------------------------
+
+TEST(ClaimsExact, Fw1GradientsAndTheDataDependentNet) {
+    EXPECT_EQ(judge_fw1(12, 12, 2.0, 0.5, true).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fw1(11, 12, 2.0, 0.5, true).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fw1(12, 12, 2.0, 1.5, true).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fw1(12, 12, 2.0, 0.5, false).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsExact, Fw2Accuracy) {
+    EXPECT_EQ(judge_fw2(0.88, 5).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fw2(0.86, 5).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fw2(1.2, 5).verdict, Verdict::Suspect);
+}
+
+TEST(ClaimsExact, Gpu2TilingCoalescingConflicts) {
+    const Gpu2Counts good{32.0, 32, 8.0, 1.0, 8.0, 1.0, 0};
+    EXPECT_EQ(judge_gpu2(good).verdict, Verdict::Reproduced);
+    Gpu2Counts c = good;
+    c.load_ratio = 16.0;
+    EXPECT_EQ(judge_gpu2(c).verdict, Verdict::NotReproduced);
+    c = good;
+    c.coalesced_store_sectors = 8.0;
+    EXPECT_EQ(judge_gpu2(c).verdict, Verdict::NotReproduced);
+    c = good;
+    c.bank_conflicts = 3;
+    EXPECT_EQ(judge_gpu2(c).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsExact, Fp1ToFp5) {
+    EXPECT_EQ(judge_fp1(true, true).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fp1(false, true).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp1(true, false).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp2(50, 500.0, 20.0, 1e5).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fp2(50, 500.0, 80.0, 1e5).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp2(0, 500.0, 20.0, 1e5).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp3(0.05, 0.001).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fp3(0.005, 0.0).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp3(0.05, 0.01).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp4(0.88, 0.875, 0.882, 0.80).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fp4(0.88, 0.86, 0.882, 0.80).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp5(1e-4, 0.3, 1e-6).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_fp5(1e-4, 5e-4, 1e-6).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_fp5(1e-4, 0.3, 0.01).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsExact, Ckpt1Accounting) {
+    const Ckpt1Measured good{true, true, true, 5.0e9, 1.6e9, 0.4e9};
+    EXPECT_EQ(judge_ckpt1(good).verdict, Verdict::Reproduced);
+    Ckpt1Measured m = good;
+    m.estimator_exact = false;
+    EXPECT_EQ(judge_ckpt1(m).verdict, Verdict::NotReproduced);
+    m = good;
+    m.resnet_saved_bytes = 0.6e9;  // activations not > 2x the weights
+    EXPECT_EQ(judge_ckpt1(m).verdict, Verdict::NotReproduced);
+    m = good;
+    m.resnet_output_bytes = 6e9;  // far from the lecture's ~1.5 GB
+    EXPECT_EQ(judge_ckpt1(m).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsExact, Dp3AndDp4) {
+    EXPECT_EQ(judge_dp3(1e-7, 2e-7, 1e-5).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_dp3(1e-3, 2e-7, 1e-5).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_dp3(1e-7, 1e-3, 1e-5).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_dp4(true, true).verdict, Verdict::Reproduced);
+    EXPECT_EQ(judge_dp4(false, true).verdict, Verdict::NotReproduced);
+    EXPECT_EQ(judge_dp4(true, false).verdict, Verdict::NotReproduced);
+}
+
 // ---- the rows and the summary -------------------------------------------------------------
 
 Result row(Verdict v) {
