@@ -35,7 +35,7 @@
 
 #include "base/rng.hpp"
 #include "graded.hpp"
-#include "kernels/cpu/gemm_packed.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
 
@@ -84,6 +84,7 @@ inline std::vector<double> gemm_chain(const GemmCase& c) {
         for (const auto isa : kernels::packed::supported_isas())
             if (kernels::packed::to_string(isa) == c.isa) kernels::packed::force_isa(isa);
     }
+    const int threads_before = get_num_threads();
     set_num_threads(c.threads);
     // Page-aligned matrices: where a matrix starts modulo 4 KiB changes how its rows
     // collide in the caches, and must be the same in both programs.
@@ -105,6 +106,8 @@ inline std::vector<double> gemm_chain(const GemmCase& c) {
         const float scale = largest > 0.0f ? 1.0f / largest : 1.0f;
         for (std::int64_t i = 0; i < n2; ++i) A.get()[i] = C.get()[i] * scale;
     }
+    set_num_threads(threads_before);
+    kernels::packed::force_isa(std::nullopt);
     std::vector<double> digest{0.0};
     for (std::int64_t i = 0; i < n2; ++i) digest[0] += A.get()[i];
     for (std::int64_t i = 0; i < 8; ++i) digest.push_back(A.get()[(i * 7919 * (n2 / 8 + 1)) % n2]);
@@ -225,67 +228,61 @@ inline double ratio_score(double ratio) {
     return 1.0 - std::log(ratio / 1.2) / std::log(10.0 / 1.2);
 }
 
-/// Seconds per GEMM of @p command on @p c, timed from outside the program: the chain of
-/// c.reps + 2 products minus the chain of 2, so starting the process, the sandbox and
-/// filling the matrices cancel out. Each run's last product must match @p expected (the
-/// reference's digests for 2 and c.reps + 2 products; empty: not checked).
-struct ChainTiming {
-    double seconds_per_gemm = 0.0;
-    std::vector<std::vector<double>> digests;  ///< of the short and the long chain
-};
-inline ChainTiming time_chain(const std::vector<std::string>& command, GemmCase c, const std::string& who,
-                              const std::vector<std::vector<double>>& expected) {
-    ChainTiming t;
-    double seconds[2] = {0.0, 0.0};
-    const int reps[2] = {2, c.reps + 2};
-    for (int i = 0; i < 2; ++i) {
-        c.reps = reps[i];
-        std::vector<std::string> argv = command;
-        std::istringstream words(c.args());
-        for (std::string w; words >> w;) argv.push_back(w);
-        const ProgramRun run = run_program(argv);
-        t.digests.push_back(printed_numbers(run, who));
-        seconds[i] = run.seconds;
-        if (!expected.empty()) {
-            const auto& want = expected[static_cast<std::size_t>(i)];
-            const auto& got = t.digests.back();
-            bool same = got.size() == want.size();
-            for (std::size_t j = 0; same && j < got.size(); ++j)
-                same = std::abs(got[j] - want[j]) <= 1e-3 * std::max(1.0, std::abs(want[j]));
-            if (!same)
-                throw std::runtime_error(who + ": after " + std::to_string(reps[i]) + " chained products the result "
-                                         "differs from the reference's (a wrong kernel, or skipped work)");
-        }
-    }
-    t.seconds_per_gemm = std::max(seconds[1] - seconds[0], 1e-6) / (reps[1] - reps[0]);
-    return t;
+/// The two chain lengths a timed GEMM runs: the short one pays for starting the process
+/// (and the sandbox) and filling the matrices, the long one for that and c.reps GEMMs more.
+inline std::array<int, 2> chain_lengths(const GemmCase& c) { return {2, 2 + c.reps}; }
+
+/// Runs the chain of @p reps GEMMs of @p c with @p command, timed from outside; checks
+/// its last product against @p expected (the reference's digest; empty: not checked).
+inline double time_one_chain(const std::vector<std::string>& command, GemmCase c, int reps, const std::string& who,
+                             const std::vector<double>& expected, std::vector<double>* digest) {
+    c.reps = reps;
+    std::vector<std::string> argv = command;
+    std::istringstream words(c.args());
+    for (std::string w; words >> w;) argv.push_back(w);
+    const ProgramRun run = run_program(argv);
+    *digest = printed_numbers(run, who);
+    bool same = expected.empty() || digest->size() == expected.size();
+    for (std::size_t j = 0; same && !expected.empty() && j < expected.size(); ++j)
+        same = std::abs((*digest)[j] - expected[j]) <= 1e-3 * std::max(1.0, std::abs(expected[j]));
+    if (!same)
+        throw std::runtime_error(who + ": after " + std::to_string(reps) + " chained products the result differs "
+                                 "from the reference's (a wrong kernel, or skipped work)");
+    return run.seconds;
 }
 
 /// Times the student's build and the reference on the GEMM @p c, both from outside their
-/// processes (the student's in the sandbox), back to back, five rounds, and grades the
-/// best round's ratio: on a shared machine a burst of load can slow either side by 2x, but
-/// it rarely favours the slower code in every round, so the best ratio is generous to the
-/// student and still exposes a kernel that is really slower. The student's chain must end
-/// where the reference's does. Records the score fraction for the grader (the test itself
-/// passes: the points scale). Runs only where the code is trusted (never inside the
-/// student's own process); skips in builds whose timing means nothing.
+/// processes (the student's in the sandbox), alternating, five rounds. Each side's time
+/// per GEMM is (fastest long chain - fastest short chain) / c.reps: the fastest of five
+/// runs is the one a burst of load from elsewhere hit least, and the difference cancels
+/// starting the process and the sandbox. The student's chains must end where the
+/// reference's do. Records the score fraction for the grader (the test itself passes: the
+/// points scale). Runs only where the code is trusted (never inside the student's own
+/// process); skips in builds whose timing means nothing.
 inline void grade_speed(const std::string& what, const GemmCase& c) {
     if (!kTimingMeaningful)
         GTEST_SKIP() << what << ": correctness checked; timing skipped because this build is unoptimized or "
                         "sanitized (grade a release build)";
     if (!graded::trusted()) GTEST_SKIP() << what << ": timed by the grader, from outside your program";
-    double ratio = 1e30, mine = 0.0, reference = 0.0;
-    for (int round = 0; round < 5; ++round) {
-        const ChainTiming r = time_chain(reference_command(), c, "lab_reference", {});
-        const ChainTiming m = time_chain(student_command(), c, "your " + c.kernel + " kernel", r.digests);
-        if (m.seconds_per_gemm / r.seconds_per_gemm < ratio)
-            ratio = m.seconds_per_gemm / r.seconds_per_gemm, mine = m.seconds_per_gemm,
-            reference = r.seconds_per_gemm;
-    }
+    const auto lengths = chain_lengths(c);
+    std::array<std::array<double, 2>, 2> fastest{{{1e30, 1e30}, {1e30, 1e30}}};  // [student?][long?]
+    std::array<std::vector<double>, 2> reference_digest;
+    std::vector<double> digest;
+    for (int round = 0; round < 5; ++round)
+        for (int l = 0; l < 2; ++l) {
+            const double r = time_one_chain(reference_command(), c, lengths[l], "lab_reference", {}, &digest);
+            reference_digest[l] = digest;
+            const double m = time_one_chain(student_command(), c, lengths[l], "your " + c.kernel + " kernel",
+                                            reference_digest[l], &digest);
+            fastest[0][l] = std::min(fastest[0][l], r);
+            fastest[1][l] = std::min(fastest[1][l], m);
+        }
+    const auto per_gemm = [&](int side) { return std::max(fastest[side][1] - fastest[side][0], 1e-6) / c.reps; };
+    const double reference = per_gemm(0), mine = per_gemm(1), ratio = mine / reference;
     const double score = ratio_score(ratio);
     std::ostringstream note;
     note << what << ": yours " << mine * 1e3 << " ms, reference " << reference * 1e3
-         << " ms per GEMM in the best of 5 rounds of the same run (" << ratio
+         << " ms per GEMM, timed from outside in the same run (" << ratio
          << "x; full points up to 1.2x, none from 10x)";
     std::printf("%s\n", note.str().c_str());
     ::testing::Test::RecordProperty("score_fraction", std::to_string(score));

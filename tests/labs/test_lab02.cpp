@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/gemm_packed.hpp"
 #include "graded.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
 #include "lab_timing.hpp"
 
 namespace gl {
@@ -68,7 +68,7 @@ void expect_matches_naive(const std::string& kernel, const std::string& label) {
 
 // Speed of the registry kernel @p kernel on an n^3 problem against the reference's.
 void grade_kernel_speed(const std::string& kernel, std::int64_t n, int threads) {
-    labs::GemmCase c{kernel, "auto", n, n, n, false, false, threads, 10};
+    labs::GemmCase c{kernel, "auto", n, n, n, false, false, threads, 30};  // the long chain: 32 products
     labs::grade_speed(kernel + " at N=" + std::to_string(n) + " on " + std::to_string(threads) + " thread(s)", c);
 }
 
