@@ -1,6 +1,8 @@
 """Tests of tools/grade.py that need no C++ build: picking the submission's files, checking
-rubrics, and judging test runs of a stand-in for a GoogleTest binary (a Python script that
-prints and reports like one, then passes, fails, hangs, crashes or skips).
+rubrics, and judging the two runs of an item (tools/graded_run.py) with a stand-in for a lab
+test program (a Python script that computes in the sandbox and records, then passes,
+fails, hangs, crashes, skips or forges its verdict, and checks by reading the record).
+The judging tests skip without a usable sandbox, unless GRADLAB_REQUIRE_SANDBOX=1.
 
 Run: python3 -m unittest discover -s tests/tools
 """
@@ -93,6 +95,8 @@ class JudgeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not sandbox_works():
+            if os.environ.get("GRADLAB_REQUIRE_SANDBOX") == "1":
+                raise RuntimeError("GRADLAB_REQUIRE_SANDBOX=1 but the sandbox does not work")
             raise unittest.SkipTest("bubblewrap cannot make a sandbox here")
         cls._tmp = tempfile.TemporaryDirectory()
         cls.work = Path(cls._tmp.name)
@@ -168,6 +172,45 @@ class JudgeTest(unittest.TestCase):
         # the checker sees a record that is no result of the test, and fails it.
         outcome = self.run_case("ForgeVerdict")
         self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
+
+
+class RecordCopyTest(unittest.TestCase):
+    """The student's record file reaches the checker only as a bounded regular file."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self._tmp.name)
+        self.copy = self.dir / "check" / "record.bin"
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_regular_file_is_copied(self):
+        (self.dir / "record.bin").write_bytes(b"GRADLAB-RECORD 1\n")
+        self.assertEqual(grade.graded_run.copy_record(self.dir / "record.bin", self.copy), "")
+        self.assertEqual(self.copy.read_bytes(), b"GRADLAB-RECORD 1\n")
+
+    def test_link_fifo_and_absence_are_refused(self):
+        secret = self.dir / "secret"
+        secret.write_text("not the student's")
+        (self.dir / "link").symlink_to(secret)
+        os.mkfifo(self.dir / "fifo")
+        for name, problem in [("link", "link"), ("fifo", "not a regular file"),
+                              ("missing", "recorded no results")]:
+            self.assertIn(problem, grade.graded_run.copy_record(self.dir / name, self.copy))
+            self.assertEqual(self.copy.read_bytes(), b"", "the checker gets an empty record")
+
+    def test_size_is_capped(self):
+        big = self.dir / "record.bin"
+        with open(big, "wb") as f:
+            f.truncate(3 << 20)
+        cap = grade.graded_run.MAX_RECORD_BYTES
+        grade.graded_run.MAX_RECORD_BYTES = 1 << 20  # the real cap, 512 MiB, works the same
+        try:
+            self.assertEqual(grade.graded_run.copy_record(big, self.copy), "")
+        finally:
+            grade.graded_run.MAX_RECORD_BYTES = cap
+        self.assertEqual(self.copy.stat().st_size, 1 << 20)
 
 
 def sandbox_works():
