@@ -38,7 +38,7 @@ FAKE_GTEST = textwrap.dedent("""\
         print(f"[       OK ] Fake.{case} (0 ms)")
         finish()
     if case == "Fail":
-        where = os.environ["FAKE_WORK"] + "/student/core/ops/x.cpp:3"
+        where = os.environ["FAKE_WORK"] + "/src/core/ops/x.cpp:3"
         finish(failures=[where + "\\nExpected 1, got 2"], code=1)
     if case == "NotImplemented":
         message = 'C++ exception with description "lab 01: not implemented: matmul backward" thrown'
