@@ -24,8 +24,8 @@ Grades three submissions with tools/grade.py and checks each result:
 
 and finally that the repository's `git status` is the same before and after.
 
-The three gradings share one work folder outside the repository, so the later builds only
-recompile the lab's files. Prints PASS or FAIL per check; exit status 0 when all pass,
+The gradings share one work folder outside the repository and the grader's cache (the
+trusted build, the lab's base builds), so each compiles only the lab's files. Prints PASS or FAIL per check; exit status 0 when all pass,
 1 when one fails, 2 on bad arguments.
 """
 
@@ -264,7 +264,7 @@ def check_hostile(checks: Checks, lab: grade.Lab, trusted: Path | None) -> None:
         if reason:
             print(f"SKIP  {name}: {reason}")
             continue
-        problems, summary = test_hostile.grade_case(case, trusted)
+        problems, summary = test_hostile.grade_case(case, trusted, GRADER_OPTIONS)
         checks.report(name, problems, summary)
 
 
@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
 
     before = git_status()
     root = Path(tempfile.mkdtemp(prefix="gradlab-check-grading-"))
+    root.chmod(0o755)  # the sandbox user must pass it to reach the staged tree in work/
     work = root / "work"  # shared by the three gradings: later builds are incremental
     checks = Checks()
     print(f"checking the grader on lab {lab.number} (work folder {root})", flush=True)

@@ -134,19 +134,23 @@ class Case:
         return lines
 
 
-def grade_case(case: Case, trusted: Path | None = None) -> tuple[list[str], str]:
-    """Grades the case's submission; returns (problems, summary). No problems: it held."""
+def grade_case(case: Case, trusted: Path | None = None,
+               options: list[str] = ()) -> tuple[list[str], str]:
+    """Grades the case's submission (options: more grade.py options, e.g. --cache DIR);
+    returns (problems, summary). No problems: it held."""
     tmp = Path(tempfile.mkdtemp(prefix="gradlab-hostile-"))
     try:
-        return _grade_case(case, tmp, trusted)
+        return _grade_case(case, tmp, trusted, list(options))
     finally:
         subprocess.run(["rm", "-rf", str(tmp)])
 
 
-def _grade_case(case: Case, tmp: Path, trusted: Path | None) -> tuple[list[str], str]:
+def _grade_case(case: Case, tmp: Path, trusted: Path | None,
+                options: list[str]) -> tuple[list[str], str]:
     os.chmod(tmp, 0o755)
     results = tmp / "results.json"
-    cache = grade_build.make_cache(None)
+    cache = grade_build.make_cache(Path(options[options.index("--cache") + 1])
+                                   if "--cache" in options else None)
     trusted_dir = trusted or cache / "trusted"
     values = {"REPO": str(REPO), "LAB": case.lab.number, "LAB_FOLDER": case.lab.folder,
               "RESULTS": str(results), "TRUSTED": str(trusted_dir), "CACHE": str(cache),
@@ -156,7 +160,7 @@ def _grade_case(case: Case, tmp: Path, trusted: Path | None) -> tuple[list[str],
         [grade_build.base_dir(cache, case.lab.number) / "src" / p for p in case.lab.files]
     status, digests = git_status(), {p: digest(p) for p in watched}
     command = [sys.executable, str(REPO / "tools/grade.py"), "--lab", case.lab.number,
-               str(tmp / "submission"), "--out", str(results)]
+               str(tmp / "submission"), "--out", str(results), *options]
     if trusted:
         command += ["--trusted-build", str(trusted)]
     started = time.monotonic()
