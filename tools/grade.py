@@ -52,9 +52,7 @@ import json
 import math
 import os
 import re
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -68,11 +66,11 @@ sys.dont_write_bytecode = True  # importing handout must not leave files in the 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handout  # noqa: E402  (the LAB region parser: maps "not implemented: what" to a file)
 import grade_build  # noqa: E402  (the trusted build, the staged tree, the sandboxed student build)
+import graded_run  # noqa: E402  (an item: the student's build computes, the trusted build checks)
 import sandbox  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WORK_MARKER = ".gradlab-grade-work"  # marks a folder this tool made, safe to clear and reuse
-CUDA_BIN = Path("/usr/local/cuda/bin")
 MAX_ITEM_OUTPUT = 3000  # characters of feedback per rubric item
 MAX_BUILD_OUTPUT = 6000  # characters of compiler errors per item
 MAX_RUN_OUTPUT = 8 << 20  # bytes of output one item's test process may print
@@ -285,15 +283,26 @@ class Build:
     sanitized: grade_build.StudentBuild | None = None  # the ASan/UBSan build, when made
     checker: Path | None = None  # the trusted build's test program (the same tests, pristine)
 
+    def programs(self, rubric: Rubric, sanitized: bool = False) -> "Programs":
+        """What an item runs: the student's test program (release or sanitized) and the
+        trusted checker; lab_student for timed items (release only)."""
+        student = self.sanitized if sanitized else self.student
+        lab_student = student.program("tests/lab_student")
+        has_lab_student = (student.build / "tests/lab_student").is_file() and not sanitized
+        return Programs(student.program(f"tests/{rubric.test_target}"), student.mounts(),
+                        lab_student if has_lab_student else None, self.checker, sanitized)
+
 
 def prepare_builds(lab: Lab, rubric: Rubric, args: argparse.Namespace) -> tuple[Path, Path]:
     """Brings the trusted build and the lab's base builds up to date (incrementally);
     returns (cache, the trusted build's test program). Call with the lab's lock held."""
     cache = grade_build.make_cache(args.cache)
     targets = [f"tests/{rubric.test_target}"]
-    trusted = args.trusted_build or cache / "trusted"
+    trusted = (args.trusted_build or cache / "trusted").resolve()
+    if args.trusted_build and not (trusted / "meson-private").is_dir():
+        raise SetupError(f"--trusted-build {args.trusted_build}: not a meson build folder")
     print(f"updating the trusted build ({trusted}) ...", flush=True)
-    grade_build.trusted_build(trusted, targets, args.jobs)
+    grade_build.trusted_build(trusted, targets + ["tests/lab_reference"], args.jobs)
     handouts = {core: lab.dir / core for core in lab.files}
     for flavour in flavours(args):
         grade_build.student_base(cache, lab.number, handouts, targets, flavour, args.jobs,
@@ -396,69 +405,42 @@ class Outcome:
         return self.item.points if self.passed else 0.0
 
 
-def limit_resources(memory_mb: int):
-    """A preexec_fn: caps the child's address space and disables core dumps.
+@dataclass
+class Programs:
+    """The programs an item runs: the student's build (as the sandbox sees it) and the
+    trusted build's checker."""
 
-    RLIMIT_AS counts reserved address space, not only memory in use. The CUDA driver
-    reserves far more address space than a GPU has memory, so a test that initialises
-    CUDA on a GPU machine would fail under this cap; a lab whose graded tests use the
-    GPU needs RLIMIT_DATA (which skips PROT_NONE reservations) or a cgroup instead."""
-    def apply() -> None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+    student: Path  # the student's test program, its path inside the sandbox
+    mounts: list  # read-only sandbox mounts that make the student's build visible
+    lab_student: Path | None  # the student build's lab_student (inside), for timed items
+    checker: Path  # the trusted build's test program
+    sanitized: bool = False  # the student's ASan/UBSan build
+
+    def memory_mb(self, limit: int) -> int | None:
+        """The address-space limit: none for ASan, whose shadow memory reserves terabytes
+        (ASAN_OPTIONS caps its memory instead)."""
+        return None if self.sanitized else limit
+
+    def env(self, memory_mb: int) -> dict[str, str]:
+        if not self.sanitized:
+            return {}
+        return {"ASAN_OPTIONS": f"detect_leaks=0:hard_rss_limit_mb={memory_mb}:allocator_may_return_null=1",
+                "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
 
 
-def item_limits(timeout_s: float, memory_mb: int | None) -> sandbox.Limits:
-    """One item's test process: its time limit on the wall clock, CPU for a few threads,
-    the rubric's memory, enough processes and threads for the data-parallel labs."""
-    return sandbox.Limits(cpu_s=8 * timeout_s + 10, memory_mb=memory_mb, processes=256,
-                          output_bytes=MAX_RUN_OUTPUT, wall_s=timeout_s, file_mb=1024)
-
-
-def run_item(binary: Path, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
-             work: Path, lab: str, student: grade_build.StudentBuild | None = None) -> Outcome:
-    """Runs one rubric item's tests and judges the result: in the sandbox when `student`
-    says which student build `binary` (then a path inside the sandbox) belongs to; else
-    directly in a process group of its own (a trusted program)."""
+def run_item(programs: Programs, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
+             work: Path, lab: str) -> Outcome:
+    """Runs one rubric item (the student's build computes in the sandbox, the trusted
+    checker decides: tools/graded_run.py) and judges the result."""
     run_dir.mkdir(parents=True)
-    report, log_path = run_dir / "gtest.json", run_dir / "output.txt"
-    start = time.monotonic()
-    if student is not None:
-        sanitized = student.flavour == "asan"
-        command = [str(binary), f"--gtest_filter={item.name}",
-                   f"--gtest_output=json:{grade_build.INSIDE_RUN}/gtest.json", "--gtest_color=no"]
-        env = {"ASAN_OPTIONS": f"detect_leaks=0:hard_rss_limit_mb={memory_mb}:"
-                               f"allocator_may_return_null=1",
-               "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"} if sanitized else {}
-        result = sandbox.run(command, read_only=student.mounts(),
-                             writable=[(run_dir, grade_build.INSIDE_RUN)],
-                             limits=item_limits(timeout_s, None if sanitized else memory_mb),
-                             log_path=log_path, cwd=grade_build.INSIDE_RUN, env=env)
-        returncode, timed_out = result.returncode, result.timed_out
-        if result.output_truncated:
-            return Outcome(item, "failed", f"the tests printed more than {MAX_RUN_OUTPUT} bytes "
-                           f"and were stopped (printing in a loop?)", time.monotonic() - start)
-    else:
-        command = [str(binary), f"--gtest_filter={item.name}", f"--gtest_output=json:{report}",
-                   "--gtest_color=no"]
-        with open(log_path, "wb") as log:
-            child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=limit_resources(memory_mb))
-            try:
-                returncode = child.wait(timeout=timeout_s)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)  # the test and anything it started
-                returncode = child.wait()
-                timed_out = True
-    seconds = time.monotonic() - start
-    output = shorten_paths(log_path.read_text(encoding="utf-8", errors="replace"), work)
-    outcome = judge(item, output, read_report(report, work), returncode, timed_out, timeout_s,
-                    memory_mb, lab)
-    outcome.seconds = seconds
+    limits = sandbox.Limits(cpu_s=8 * timeout_s + 10, memory_mb=programs.memory_mb(memory_mb),
+                            wall_s=timeout_s)
+    run = graded_run.run_item(
+        student_program=programs.student, student_mounts=programs.mounts,
+        lab_student=programs.lab_student, checker=programs.checker, gtest_filter=item.name,
+        timeout_s=timeout_s, limits=limits, run_dir=run_dir, env=programs.env(memory_mb))
+    outcome = judge(item, run, timeout_s, memory_mb, lab, work)
+    outcome.seconds = run.seconds
     return outcome
 
 
@@ -480,49 +462,43 @@ def not_implemented(text: str, lab: str) -> list[str]:
     return list(dict.fromkeys(what.strip() for what in found))
 
 
-def read_report(report: Path, work: Path) -> list[dict] | None:
-    """The tests GoogleTest reported (one dict per test, failure messages with short
-    paths), or None without a usable report."""
-    try:
-        data = json.loads(report.read_text(encoding="utf-8", errors="replace"))
-        tests = [dict(test, suite=suite["name"]) for suite in data.get("testsuites", [])
-                 for test in suite.get("testsuite", [])]
-        for test in tests:
-            test["failures"] = [shorten_paths(f["failure"], work) for f in test.get("failures", [])]
-        return tests
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, timed_out: bool,
-          timeout_s: float, memory_mb: int, lab: str) -> Outcome:
-    """Turns a finished (or killed) test run into a status and a message a student can act on."""
-    missing = not_implemented(output, lab)
-    if timed_out:
+def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int, lab: str,
+          work: Path) -> Outcome:
+    """Turns an item's two runs into a status and a message a student can act on. How the
+    student's run ended (a timeout, a crash, running out of memory) is reported from it;
+    whether the tests passed comes only from the trusted checker's report."""
+    compute = run.compute
+    output = shorten_paths(run.compute_output, work)
+    check_output = shorten_paths(run.check_output, work)
+    tests = run.tests
+    for test in tests or []:
+        test["failures"] = [shorten_paths(f, work) for f in test["failures"]]
+    missing = not_implemented(output + "\n" + check_output, lab)
+    if compute.timed_out:
         return Outcome(item, "timed out", f"timed out after {timeout_s:g} s{running_test(output)} "
                                           f"(an infinite loop or a deadlock?)")
-    if returncode != 0 and "bad_alloc" in output:
-        where = running_test(output) or "".join(
-            f" in {t['suite']}.{t['name']}" for t in tests or [] if t.get("failures"))
+    if compute.output_truncated:
+        return Outcome(item, "too much output", f"your program wrote more output than the grader "
+                                                f"reads{running_test(output)} (printing in a loop?)")
+    if compute.returncode != 0 and "bad_alloc" in output:
         return Outcome(item, "out of memory",
-                       f"ran out of memory (limit {memory_mb} MiB){where}: does the code "
-                       f"allocate far more than the tensors need, or grow without end?")
-    if missing and (returncode < 0 or tests is None):  # thrown outside a test body
+                       f"ran out of memory (limit {memory_mb} MiB){running_test(output)}: does the "
+                       f"code allocate far more than the tensors need, or grow without end?")
+    if missing and (compute.returncode < 0 or tests is None):  # thrown outside a test body
         return Outcome(item, "not implemented",
-                       failure_message([], missing, output, returncode, lab))
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        hint = SIGNAL_HINTS.get(name, "")
-        message = f"crashed with signal {name}{running_test(output)}"
+                       failure_message([], missing, output, compute.returncode, lab))
+    if compute.signal:
+        hint = SIGNAL_HINTS.get(compute.signal, "")
+        message = f"crashed with signal {compute.signal}{running_test(output)}"
         message += f" ({hint})" if hint else ""
         return Outcome(item, "crashed", f"{message}\nlast output:\n{tail(output, 15)}")
-    if tests is None:
-        return Outcome(item, "crashed", f"the test program exited with status {returncode} "
-                                        f"before reporting its results{running_test(output)}"
-                                        f"\nlast output:\n{tail(output, 15)}")
+    if tests is None or run.check_timed_out:
+        return Outcome(item, "not checked",
+                       "the grader's checker could not judge your results (it "
+                       + ("timed out" if run.check_timed_out else f"exited with status {run.check_returncode}")
+                       + f"); tell the course staff\nits last output:\n{tail(check_output, 15)}"
+                       + (f"\nyour program's last output:\n{tail(output, 10)}" if output.strip() else ""))
+    returncode = run.check_returncode
     ran = [t for t in tests if t.get("status") == "RUN"]
     failed = [t for t in ran if t.get("failures")]
     skipped = [t for t in ran if t.get("result") == "SKIPPED"]
@@ -530,10 +506,14 @@ def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, ti
         return Outcome(item, "no tests", f"no test matches {item.name!r}: a rubric error, "
                                          f"please tell the course staff")
     if failed or returncode != 0:
-        return Outcome(item, "not implemented" if missing else "failed",
-                       failure_message(failed, missing, output, returncode, lab))
+        message = failure_message(failed, missing, check_output, returncode, lab)
+        if compute.returncode != 0 and not failed:
+            message += f"\nyour program exited with status {compute.returncode}{running_test(output)}"
+        if run.record_problem:
+            message += f"\n{run.record_problem}"
+        return Outcome(item, "not implemented" if missing else "failed", message)
     if skipped:
-        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(output, t)}" for t in skipped)
+        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(check_output, t)}" for t in skipped)
         return Outcome(item, "skipped", f"skipped, so not graded here: {reasons}")
     # A test may earn part of its item's points (performance graded as a ratio to the
     # reference) by recording the property score_fraction in [0, 1], and say why in
@@ -770,13 +750,12 @@ def run_items(built: Build, lab: Lab, rubric: Rubric, work: Path,
     def one(index: int, item: Item) -> Outcome:
         timeout = args.timeout if args.timeout else item.timeout_s
         run = work / "runs" / f"{index:02d}"
-        target = f"tests/{rubric.test_target}"
-        outcome = run_item(built.student.program(target), item, timeout, rubric.memory_limit_mb,
-                           run, work, lab.number, built.student)
+        outcome = run_item(built.programs(rubric), item, timeout, rubric.memory_limit_mb, run,
+                           work, lab.number)
         if outcome.passed and built.sanitized and not item.exclusive:
-            checked = run_item(built.sanitized.program(target), item, timeout * SANITIZER_SLOWDOWN,
-                               rubric.memory_limit_mb, run / "asan", work, lab.number,
-                               built.sanitized)
+            checked = run_item(built.programs(rubric, sanitized=True), item,
+                               timeout * SANITIZER_SLOWDOWN, rubric.memory_limit_mb, run / "asan",
+                               work, lab.number)
             outcome = sanitizer_verdict(outcome, checked)
         with print_lock:  # one whole line at a time from the worker threads
             print(f"  {item.title}: {outcome.status} ({outcome.seconds:.1f} s)", flush=True)
