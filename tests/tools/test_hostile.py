@@ -43,24 +43,12 @@ sys.dont_write_bytecode = True
 import grade  # noqa: E402
 import grade_build  # noqa: E402
 import handout  # noqa: E402
-import sandbox  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_sandbox import PROBLEM  # noqa: E402  (why there is no sandbox here, or None)
 
 DAEMON_DELAY_S = 8  # tamper_and_linger.inc's daemon waits this long before it writes
 GRADE_WALL_S = 1800
 HAS_VERDICT = (REPO / "tests/labs/graded.hpp").is_file()
-
-
-def sandbox_problem() -> str | None:
-    try:
-        sandbox.check()
-        return None
-    except sandbox.SandboxUnavailable as e:
-        return str(e)
-
-
-PROBLEM = sandbox_problem()
-if PROBLEM and os.environ.get("GRADLAB_REQUIRE_SANDBOX") == "1":
-    raise RuntimeError(f"GRADLAB_REQUIRE_SANDBOX=1 but the sandbox does not work: {PROBLEM}")
 
 
 def trusted_build() -> Path | None:
