@@ -287,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
 
     before = git_status()
     root = Path(tempfile.mkdtemp(prefix="gradlab-check-grading-"))
+    root.chmod(0o711)  # mkdtemp's 0700 would keep the sandbox's user (nobody) from reaching work/
     work = root / "work"  # shared by the three gradings: later builds are incremental
     checks = Checks()
     print(f"checking the grader on lab {lab.number} (work folder {root})", flush=True)
