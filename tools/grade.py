@@ -669,6 +669,7 @@ def prepare_work(requested: Path | None) -> Path:
     """A work folder outside the repository: fresh, empty, or one this tool made before."""
     if requested is None:
         work = Path(tempfile.mkdtemp(prefix="gradlab-grade-")).resolve()
+        work.chmod(0o711)  # mkdtemp's 0700 would keep the sandbox's user from reaching its mounts
     else:
         work = requested.resolve()
         if work.exists() and not work.is_dir():
