@@ -29,7 +29,7 @@
 #include "ops/ops.hpp"
 #include "sys/cpu_info.hpp"
 #include "tensor/allocator.hpp"
-#include "amp/autocast.hpp"
+#include "ops/autocast.hpp"
 #include "amp/master_weights.hpp"
 #include "training/trainer.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/dtype.hpp"
+#include "numerics/dtype.hpp"
 
 namespace gl::kernels {
 

@@ -1,9 +1,9 @@
-#include "kernels/cpu/broadcast.hpp"
+#include "ops/broadcast.hpp"
 
 #include <algorithm>
 #include <vector>
 
-namespace gl::kernels {
+namespace gl {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
     const std::size_t rank = std::max(a.size(), b.size());
@@ -88,4 +88,4 @@ Tensor broadcast_copy(const Tensor& t, const Shape& shape) {
     return view.clone();
 }
 
-}  // namespace gl::kernels
+}  // namespace gl
