@@ -46,8 +46,8 @@ std::vector<Elementwise> elementwise_kernels() {
          [](V& a, std::int64_t n) {
              kernels::adam_step(a[0].data(), a[1].data(), a[2].data(), a[3].data(), n, kernels::AdamStep{1e-3f});
          }},
-        {"softmax rows", 8, 10,
-         [](V& a, std::int64_t n) { kernels::softmax_rows(a[0].data(), a[1].data(), n / 1024, 1024); }},
+        {"log-softmax rows", 8, 10,
+         [](V& a, std::int64_t n) { kernels::log_softmax_rows(a[0].data(), a[1].data(), n / 1024, 1024); }},
     };
 }
 

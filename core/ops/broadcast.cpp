@@ -1,7 +1,10 @@
 #include "ops/broadcast.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
+
+#include "kernels/cpu/elementwise.hpp"
 
 namespace gl {
 
@@ -50,8 +53,12 @@ Tensor sum_dims(const Tensor& t, const std::vector<bool>& reduce) {
             const std::int64_t cols = static_cast<std::int64_t>(acc.size());
             const std::int64_t rows = cols == 0 ? 0 : t.numel() / cols;
             const T* src = t.data<T>();
-            for (std::int64_t r = 0; r < rows; ++r)
-                for (std::int64_t c = 0; c < cols; ++c) acc[static_cast<std::size_t>(c)] += src[r * cols + c];
+            if constexpr (std::is_same_v<T, float>) {
+                kernels::sum_rows(src, acc.data(), rows, cols);  // the vectorized loop of kernels/
+            } else {
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < cols; ++c) acc[static_cast<std::size_t>(c)] += src[r * cols + c];
+            }
             Tensor out = empty(out_shape, t.dtype());
             T* dst = out.data<T>();
             for (std::size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i]);
