@@ -3,7 +3,7 @@
 //   build/bench/cuda_gemm_gpu_bench [--sizes=1024,2048,4096,8192] [--markdown_out=table.md]
 //                                   [--json_out=run.json] [--no_check]
 //
-// First every version is checked against a double-precision triple loop on odd shapes
+// First every version is checked against the testkit oracle (a double-precision triple loop) on odd shapes
 // (exit code 1 if one is wrong). Then, for each size n, each version and cublasSgemm run
 // C = A*B (n x n, float, row-major); one launch is timed with CUDA events, repeated for at
 // least 0.3 s (at most 20 times), and the median is kept. GFLOP/s = 2n^3 / time; % of cuBLAS
@@ -30,6 +30,8 @@
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/device_status.hpp"
 #include "kernels/cuda/sgemm.hpp"
+#include "testkit/gemm_oracle.hpp"
+#include "testkit/timing.hpp"
 
 namespace {
 
@@ -97,34 +99,21 @@ constexpr int kKernels = 7;  // cuBLAS and versions 1-6
 
 /// Every kernel against a triple loop in double on shapes that are not multiples of any tile.
 bool check_all() {
-    struct Shape { int M, N, K; };
-    const Shape shapes[] = {{1, 1, 1}, {17, 33, 9}, {64, 64, 64}, {100, 75, 130}, {129, 7, 40}, {513, 257, 1000}};
+    const gl::testkit::GemmShape shapes[] = {{1, 1, 1}, {17, 33, 9}, {64, 64, 64}, {100, 75, 130}, {129, 7, 40}, {513, 257, 1000}};
     bool all_ok = true;
-    for (const Shape& s : shapes) {
+    for (const gl::testkit::GemmShape& s : shapes) {
         DeviceArray A(std::size_t(s.M) * s.K), B(std::size_t(s.K) * s.N), C(std::size_t(s.M) * s.N);
         A.fill(1);
         B.fill(2);
-        const auto a = A.to_host(), b = B.to_host();
+        const gl::testkit::ReferenceGemm reference = gl::testkit::reference_gemm(s, A.to_host(), B.to_host());
         for (int v = 0; v < kKernels; ++v) {
             gl::cuda::memset(C.ptr, 0xff, C.count * sizeof(float));  // NaN where nothing is written
             run(v, s.M, s.N, s.K, A.ptr, B.ptr, C.ptr);
             gl::cuda::synchronize();
-            const auto c = C.to_host();
-            int bad = 0;
-            for (int i = 0; i < s.M; ++i)
-                for (int j = 0; j < s.N; ++j) {
-                    double acc = 0, bound = 0;
-                    for (int k = 0; k < s.K; ++k) {
-                        const double p = double(a[std::size_t(i) * s.K + k]) * b[std::size_t(k) * s.N + j];
-                        acc += p;
-                        bound += std::fabs(p);
-                    }
-                    const double got = c[std::size_t(i) * s.N + j];
-                    if (!(std::fabs(got - acc) <= 2.0 * (s.K + 1) * 1.2e-7 * bound + 1e-30)) ++bad;
-                }
+            const std::string wrong = gl::testkit::mismatches(s, C.to_host(), reference);
             std::printf("check %-24s %4dx%4dx%4d: %s\n", kernel_name(v).c_str(), s.M, s.N, s.K,
-                        bad ? ("FAILED, " + std::to_string(bad) + " wrong elements").c_str() : "ok");
-            all_ok = all_ok && bad == 0;
+                        wrong.empty() ? "ok" : ("FAILED\n" + wrong).c_str());
+            all_ok = all_ok && wrong.empty();
         }
     }
     return all_ok;
@@ -150,8 +139,7 @@ Timing time_kernel(int version, int n, const DeviceArray& A, const DeviceArray& 
         ms.push_back(gl::cuda::Event::elapsed_ms(start, stop));
         total += ms.back();
     }
-    std::sort(ms.begin(), ms.end());
-    const double median = ms[ms.size() / 2];
+    const double median = gl::testkit::median(ms);
     return {kernel_name(version) + "/" + std::to_string(n), version, n, static_cast<int>(ms.size()),
             median, 2.0 * n * n * n / (median * 1e-3) / 1e9};
 }

@@ -23,6 +23,7 @@
 #include "cuda_cpu/cuda_fp16_compat.hpp"
 #include "cuda_cpu/device_status.hpp"
 #include "kernels/cuda/lowp.hpp"
+#include "testkit/timing.hpp"
 
 namespace {
 
@@ -82,8 +83,8 @@ double median_ms(const std::string& kernel, const Problem& p) {
     cudaEvent_t start, stop;
     cudaEventCreate(&start), cudaEventCreate(&stop);
     run(kernel, p);  // warm-up
-    std::vector<float> ms;
-    float total = 0;
+    std::vector<double> ms;
+    double total = 0;
     while (ms.size() < 20 && (ms.size() < 3 || total < 300)) {
         cudaEventRecord(start);
         run(kernel, p);
@@ -94,8 +95,7 @@ double median_ms(const std::string& kernel, const Problem& p) {
         ms.push_back(t), total += t;
     }
     cudaEventDestroy(start), cudaEventDestroy(stop);
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return gl::testkit::median(ms);
 }
 
 }  // namespace

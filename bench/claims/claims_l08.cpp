@@ -34,17 +34,7 @@ namespace {
 
 using dist::AllReduceAlgo;
 
-std::string num(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
-std::string sci(double v) {
-    std::ostringstream os;
-    os << std::scientific << std::setprecision(1) << v;
-    return os.str();
-}
+std::string sci(double v) { return testkit::scientific(v, 1); }
 
 void log(const Context& ctx, const std::string& line) {
     if (ctx.log) *ctx.log << "   " << line << "\n" << std::flush;
@@ -73,15 +63,15 @@ Result dp1(const Context& ctx) {
         faster = faster && ratio > 1.0;
         // At N = 2 both move two models' worth per step (2(N-1) = 2 * 2(N-1)/N); beyond, the master more.
         if (n > 2) master_heavier = master_heavier && dp.master_bytes > ddp.worker_bytes;
-        m << (n == 2 ? "" : "; ") << n << " workers: DP " << num(dp.seconds * 1e3, 1) << " ms vs DDP "
-          << num(ddp.seconds * 1e3, 1) << " ms per step (DP/DDP " << num(ratio, 2) << "x); the DP master moves "
-          << num(static_cast<double>(dp.master_bytes) * 1e-6, 1) << " MB per step, a DDP worker "
-          << num(static_cast<double>(ddp.worker_bytes) * 1e-6, 1) << " MB";
+        m << (n == 2 ? "" : "; ") << n << " workers: DP " << fixed(dp.seconds * 1e3, 1) << " ms vs DDP "
+          << fixed(ddp.seconds * 1e3, 1) << " ms per step (DP/DDP " << fixed(ratio, 2) << "x); the DP master moves "
+          << fixed(static_cast<double>(dp.master_bytes) * 1e-6, 1) << " MB per step, a DDP worker "
+          << fixed(static_cast<double>(ddp.worker_bytes) * 1e-6, 1) << " MB";
         r.data["workers_" + std::to_string(n)] = {{"dp_seconds", dp.seconds}, {"ddp_seconds", ddp.seconds},
                                                   {"dp_master_bytes", dp.master_bytes},
                                                   {"ddp_worker_bytes", ddp.worker_bytes},
                                                   {"parameters", dp.parameters}};
-        log(ctx, std::to_string(n) + " workers: DP/DDP step time " + num(ratio, 2) + "x");
+        log(ctx, std::to_string(n) + " workers: DP/DDP step time " + fixed(ratio, 2) + "x");
     }
     r.measured = "MLP 784-1024-1024-10 (1.9M parameters), global batch 64, SGD, thread backend, median of " +
                  std::to_string(rounds) + " alternating rounds of " + std::to_string(steps) + " steps: " + m.str();
@@ -120,7 +110,7 @@ bool bytes_match_formulas(nlohmann::json& out, std::string& ring_line) {
                 if (algo == AllReduceAlgo::Ring && count == (std::size_t{1} << 18)) {
                     const double fraction = static_cast<double>(sent[0]) / static_cast<double>(count * sizeof(float));
                     out["ring_fraction"][std::to_string(n)] = fraction;
-                    ring << (n == 2 ? "" : ", ") << "N=" << n << ": " << num(fraction, 3);
+                    ring << (n == 2 ? "" : ", ") << "N=" << n << ": " << fixed(fraction, 3);
                 }
             }
     ring_line = ring.str();
@@ -171,8 +161,8 @@ Result dp2(const Context& ctx) {
     std::string mpi_reason;
     const double mpi_s = mpi_allreduce_seconds(big, mpi_reason);
     const bool mpi_ok = mpi_s > 0;
-    log(ctx, "64 MiB, 2 workers: thread ring " + num(ring_s * 1e3, 1) + " ms, MPI_Allreduce " +
-                 (mpi_ok ? num(mpi_s * 1e3, 1) + " ms" : "not measured: " + mpi_reason));
+    log(ctx, "64 MiB, 2 workers: thread ring " + fixed(ring_s * 1e3, 1) + " ms, MPI_Allreduce " +
+                 (mpi_ok ? fixed(mpi_s * 1e3, 1) + " ms" : "not measured: " + mpi_reason));
     r.data["ring_64MiB_threads_s"] = ring_s;
     if (mpi_ok) r.data["mpi_allreduce_64MiB_2proc_s"] = mpi_s;
 
@@ -210,15 +200,15 @@ Result dp2(const Context& ctx) {
     const bool fast_enough = mpi_ok && ring_s <= mpi_s;
     r.measured = "bytes sent per rank equal the formulas for every algorithm, N = 2..8, divisible and odd sizes: " +
                  std::string(bytes_ok ? "yes" : "NO") + "; ring bytes / buffer: " + ring_line +
-                 " (2(N-1)/N). 64 MiB all-reduce, 2 workers: thread ring " + num(ring_s * 1e3, 1) + " ms, " +
-                 (mpi_ok ? "OpenMPI MPI_Allreduce (2 processes) " + num(mpi_s * 1e3, 1) + " ms (ratio " +
-                               num(mpi_s / ring_s, 2) + "x)"
+                 " (2(N-1)/N). 64 MiB all-reduce, 2 workers: thread ring " + fixed(ring_s * 1e3, 1) + " ms, " +
+                 (mpi_ok ? "OpenMPI MPI_Allreduce (2 processes) " + fixed(mpi_s * 1e3, 1) + " ms (ratio " +
+                               fixed(mpi_s / ring_s, 2) + "x)"
                          : "MPI_Allreduce not measured (" + mpi_reason + ")") +
                  ". Cost model fitted at 2-4 workers: alpha " + sci(model.alpha_s) + " s per message, beta " +
                  sci(model.beta_s_per_byte) + " s per byte moved, gamma " + sci(model.gamma_s_per_byte) +
                  " s per byte added (beta and gamma are nearly collinear here), median error " +
-                 num(median_error * 100, 0) + "%; modelled 100 MB all-reduce at 1024 workers: ring " +
-                 num(ring1024, 3) + " s, recursive doubling " + num(rd1024, 3) + " s, master " + num(master1024, 1) + " s";
+                 fixed(median_error * 100, 0) + "%; modelled 100 MB all-reduce at 1024 workers: ring " +
+                 fixed(ring1024, 3) + " s, recursive doubling " + fixed(rd1024, 3) + " s, master " + fixed(master1024, 1) + " s";
     r.verdict = bytes_ok && fast_enough ? Verdict::Reproduced : Verdict::NotReproduced;
     r.why = std::string(bytes_ok ? "the ring's per-worker bytes are 2(N-1)/N of the buffer, exactly, at every N"
                                  : "byte counters differ from the formulas") +
@@ -384,11 +374,11 @@ Result dp5(const Context& ctx) {
             tracker.reset_peak();
             const auto start = std::chrono::steady_clock::now();
             for (int s = 0; s < steps; ++s) train_step();
-            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double secs = testkit::seconds_since(start);
             throughput.push_back(static_cast<double>(b * steps) / secs);
             memory.push_back(static_cast<double>(tracker.peak() - base));
-            m << (b == batches.front() ? "" : "; ") << "batch " << b << ": " << num(throughput.back(), 0)
-              << " samples/s, " << num(memory.back() / 1e6, 2) << " MB peak during a step";
+            m << (b == batches.front() ? "" : "; ") << "batch " << b << ": " << fixed(throughput.back(), 0)
+              << " samples/s, " << fixed(memory.back() / 1e6, 2) << " MB peak during a step";
             r.data["batch_" + std::to_string(b)] = {{"samples_per_second", throughput.back()},
                                                     {"peak_step_bytes", memory.back()}};
         }
@@ -405,12 +395,12 @@ Result dp5(const Context& ctx) {
     const bool linear = std::abs(slope_large / slope_small - 1.0) < 0.2;
     const double per_sample = slope_large;
     const double fits_16gb = (16e9 - memory[0]) / per_sample;
-    r.measured = "SimpleNet, one process: " + m.str() + "; best throughput " + num(speedup, 2) +
-                 "x batch 8's; memory per extra sample " + num(per_sample / 1e3, 1) + " kB (so a 16 GB device fits "
+    r.measured = "SimpleNet, one process: " + m.str() + "; best throughput " + fixed(speedup, 2) +
+                 "x batch 8's; memory per extra sample " + fixed(per_sample / 1e3, 1) + " kB (so a 16 GB device fits "
                  "batches up to about " + sci(fits_16gb) + ")";
     r.verdict = speedup >= 1.5 && linear ? Verdict::Reproduced : Verdict::NotReproduced;
     r.why = std::string(speedup >= 1.5 ? "throughput rises with the batch (" : "throughput did not rise by 1.5x (") +
-            num(speedup, 2) + "x) and memory " + (linear ? "grows linearly" : "does NOT grow linearly") +
+            fixed(speedup, 2) + "x) and memory " + (linear ? "grows linearly" : "does NOT grow linearly") +
             " with it; running out of memory is extrapolated, not provoked";
     return r;
 }

@@ -9,17 +9,6 @@
 
 namespace gl::claims {
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 std::string to_string(Verdict v) {
     switch (v) {
         case Verdict::Reproduced: return "reproduced";
@@ -62,7 +51,7 @@ std::vector<Result> run_claims(const Context& ctx, const std::vector<std::string
         r.id = claim.id;
         r.lab = claim.lab;
         r.lecture_says = claim.lecture_says;
-        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        r.seconds = testkit::seconds_since(start);
         results.push_back(r);
     }
     return results;

@@ -29,6 +29,7 @@
 #include "kernels/cpu/gemm_packed.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
+#include "testkit/timing.hpp"
 
 // The build passes the programs' full paths; the fallbacks find them on the PATH.
 #ifndef GRADLAB_LAB_REFERENCE
@@ -46,21 +47,6 @@ inline constexpr bool kTimingMeaningful = false;
 #else
 inline constexpr bool kTimingMeaningful = true;
 #endif
-
-/// Best wall time of @p fn over at least @p reps runs and @p min_seconds in all.
-inline double best_seconds(const std::function<void()>& fn, int reps, double min_seconds = 0.05) {
-    fn();  // warm-up
-    double best = 1e30, spent = 0.0;
-    for (int i = 0; i < reps || spent < min_seconds; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        fn();
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        best = std::min(best, s);
-        spent += s;
-        if (i > 200) break;
-    }
-    return best;
-}
 
 /// A GEMM problem as the reference program takes it on its command line.
 struct GemmCase {
@@ -100,7 +86,7 @@ inline double time_gemm(const GemmCase& c) {
     for (std::int64_t i = 0; i < c.M * c.K; ++i) A.get()[i] = static_cast<float>(rng.uniform(-1, 1));
     for (std::int64_t i = 0; i < c.K * c.N; ++i) B.get()[i] = static_cast<float>(rng.uniform(-1, 1));
     const auto g = kernels::dense_gemm_args(c.ta, c.tb, c.M, c.N, c.K, A.get(), B.get(), C.get());
-    const double s = best_seconds([&] { k.sgemm(g); }, c.reps);
+    const double s = testkit::best_seconds([&] { k.sgemm(g); }, c.reps, 0.05);
     set_num_threads(before);
     kernels::packed::force_isa(std::nullopt);
     return s;

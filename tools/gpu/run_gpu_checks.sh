@@ -77,8 +77,9 @@ fi
 if [ -z "${bench:-}" ]; then
     bench="$out/cuda_gemm_gpu_bench"
     if ! nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" \
-            -I"$root/core" "$root/bench/cuda_gemm_gpu.cu" "$root/core/kernels/cuda/sgemm_gpu.cu" \
+            -I"$root/core" -I"$root/tests" "$root/bench/cuda_gemm_gpu.cu" "$root/core/kernels/cuda/sgemm_gpu.cu" \
             "$root/core/kernels/cuda/sgemm_versions.cpp" "$root/core/cuda_cpu/host_api_gpu.cu" \
+            "$root/tests/testkit/gemm_oracle.cpp" "$root/tests/testkit/timing.cpp" \
             -lcublas -o "$bench" >>"$out/build.log" 2>&1; then
         say "the nvcc-only build of the benchmark failed too (see build.log)"
         exit 1
@@ -96,8 +97,9 @@ fi
 hbench="$build/bench/cuda_hgemm_gpu_bench"
 if [ ! -x "$hbench" ] && ! ninja -C "$build" -j"$jobs" bench/cuda_hgemm_gpu_bench >>"$out/build.log" 2>&1; then
     hbench="$out/cuda_hgemm_gpu_bench"
-    nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" -I"$root/core" \
+    nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" -I"$root/core" -I"$root/tests" \
         "$root/bench/cuda_hgemm_gpu.cu" "$root/core/kernels/cuda/lowp_gpu.cu" "$root/core/cuda_cpu/host_api_gpu.cu" \
+        "$root/tests/testkit/timing.cpp" \
         -lcublas -o "$hbench" >>"$out/build.log" 2>&1 || { say "the tensor-core GEMM benchmark did not build (see build.log)"; status=1; }
 fi
 if [ -x "$hbench" ]; then
