@@ -87,7 +87,7 @@ std::string why_no_gpu() {
 #endif
 }
 
-void sgemm_cuda(const GemmArgs<float>& g) {
+void sgemm_cuda([[maybe_unused]] const GemmArgs<float>& g) {  // unused without CUDA
     const std::string why = why_no_gpu();
     if (!why.empty())
         throw gl::cuda::Error(gl::cuda::ErrorCode::no_device,
@@ -108,14 +108,11 @@ void cuda_gemm_strided(int version, const GemmArgs<float>& args) {
     });
 }
 
-GemmKernel gemm_cuda_cpu_kernel() {
-    return {"cuda_cpu", "the best CUDA SGEMM version on the CPU runtime (slow; runs without a GPU)",
-            &sgemm_cuda_cpu, nullptr, nullptr};
-}
-
-GemmKernel gemm_cuda_kernel() {
-    return {"cuda", "the best CUDA SGEMM version on the GPU (operands copied over PCIe per call)",
-            &sgemm_cuda, nullptr, &why_no_gpu};
+std::vector<GemmKernel> cuda_gemm_kernels() {
+    return {{"cuda_cpu", "the best CUDA SGEMM version on the CPU runtime (slow; runs without a GPU)", &sgemm_cuda_cpu,
+             nullptr, nullptr},
+            {"cuda", "the best CUDA SGEMM version on the GPU (operands copied over PCIe per call)", &sgemm_cuda,
+             nullptr, &why_no_gpu}};
 }
 
 }  // namespace gl::kernels
