@@ -16,6 +16,7 @@
 #include "hw/probes.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
+#include "testkit/random.hpp"
 
 namespace {
 
@@ -47,11 +48,9 @@ double g_peak[3] = {0, 0, 0};  // measured FP32 peak GFLOP/s for 1 and 2 threads
 
 void run_gemm(benchmark::State& state, const gl::kernels::GemmKernel& kernel, const Shape& p, int threads) {
     gl::set_num_threads(threads);
-    gl::Rng rng(1);
-    std::vector<float> A(static_cast<std::size_t>(p.M * p.K)), B(static_cast<std::size_t>(p.K * p.N)),
-        C(static_cast<std::size_t>(p.M * p.N));
-    for (auto& x : A) x = static_cast<float>(rng.uniform(-1, 1));
-    for (auto& x : B) x = static_cast<float>(rng.uniform(-1, 1));
+    const auto A = gl::testkit::random_floats(static_cast<std::size_t>(p.M * p.K), 1);
+    const auto B = gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2);
+    std::vector<float> C(static_cast<std::size_t>(p.M * p.N));
     const auto g = gl::kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data());
     for (auto _ : state) {
         kernel.sgemm(g);

@@ -13,20 +13,16 @@
 #include "base/rng.hpp"
 #include "cuda_cpu/cuda_compat.hpp"
 #include "kernels/cuda/sgemm.hpp"
+#include "testkit/random.hpp"
 
 namespace {
 
-std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
-    gl::Rng rng(seed);
-    std::vector<float> m(n);
-    for (float& x : m) x = static_cast<float>(rng.uniform(-1.0, 1.0));
-    return m;
-}
+using gl::testkit::random_floats;
 
 void BM_CudaCpuSgemm(benchmark::State& state) {
     const int version = static_cast<int>(state.range(0));
     const int n = static_cast<int>(state.range(1));
-    const auto A = random_matrix(std::size_t(n) * n, 1), B = random_matrix(std::size_t(n) * n, 2);
+    const auto A = random_floats(std::size_t(n) * n, 1), B = random_floats(std::size_t(n) * n, 2);
     std::vector<float> C(std::size_t(n) * n);
     gl::cuda::cpu::reset_runtime_stats();
     for (auto _ : state) {

@@ -31,6 +31,7 @@
 #include "gpu_bench.hpp"
 #include "cuda_cpu/cuda_compat.hpp"
 #include "kernels/cuda/sgemm.hpp"
+#include "testkit/gemm_oracle.hpp"
 
 namespace {
 
@@ -113,36 +114,23 @@ std::string kernel_name(int version) {
 
 constexpr int kKernels = 7;  // cuBLAS and versions 1-6
 
-/// Every kernel against a triple loop in double on shapes that are not multiples of any tile.
+/// Every kernel against the testkit oracle (a triple loop in double) on shapes that are not multiples of any tile.
 bool check_all() {
-    struct Shape { int M, N, K; };
-    const Shape shapes[] = {{1, 1, 1}, {17, 33, 9}, {64, 64, 64}, {100, 75, 130}, {129, 7, 40}, {513, 257, 1000}};
+    const gl::testkit::GemmShape shapes[] = {{1, 1, 1}, {17, 33, 9}, {64, 64, 64}, {100, 75, 130}, {129, 7, 40}, {513, 257, 1000}};
     bool all_ok = true;
-    for (const Shape& s : shapes) {
+    for (const gl::testkit::GemmShape& s : shapes) {
         DeviceArray A(std::size_t(s.M) * s.K), B(std::size_t(s.K) * s.N), C(std::size_t(s.M) * s.N);
         A.fill(1);
         B.fill(2);
-        const auto a = A.to_host(), b = B.to_host();
+        const gl::testkit::ReferenceGemm reference = gl::testkit::reference_gemm(s, A.to_host(), B.to_host());
         for (int v = 0; v < kKernels; ++v) {
             gl::cuda::memset(C.ptr, 0xff, C.count * sizeof(float));  // NaN where nothing is written
             run(v, s.M, s.N, s.K, A.ptr, B.ptr, C.ptr);
             gl::cuda::synchronize();
-            const auto c = C.to_host();
-            int bad = 0;
-            for (int i = 0; i < s.M; ++i)
-                for (int j = 0; j < s.N; ++j) {
-                    double acc = 0, bound = 0;
-                    for (int k = 0; k < s.K; ++k) {
-                        const double p = double(a[std::size_t(i) * s.K + k]) * b[std::size_t(k) * s.N + j];
-                        acc += p;
-                        bound += std::fabs(p);
-                    }
-                    const double got = c[std::size_t(i) * s.N + j];
-                    if (!(std::fabs(got - acc) <= 2.0 * (s.K + 1) * 1.2e-7 * bound + 1e-30)) ++bad;
-                }
+            const std::string wrong = gl::testkit::mismatches(s, C.to_host(), reference);
             std::printf("check %-24s %4dx%4dx%4d: %s\n", kernel_name(v).c_str(), s.M, s.N, s.K,
-                        bad ? ("FAILED, " + std::to_string(bad) + " wrong elements").c_str() : "ok");
-            all_ok = all_ok && bad == 0;
+                        wrong.empty() ? "ok" : ("FAILED\n" + wrong).c_str());
+            all_ok = all_ok && wrong.empty();
         }
     }
     return all_ok;

@@ -11,16 +11,15 @@
 #include "nn/module.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
+#include "testkit/timing.hpp"
 
 namespace gl::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using testkit::Clock;
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using testkit::median;
+using testkit::seconds_since;
 
 std::shared_ptr<nn::Sequential> mlp(std::uint64_t seed) {
     Rng rng(seed);
@@ -46,7 +45,7 @@ double allreduce_seconds(dist::Communicator& comm, dist::AllReduceAlgo algo, std
         dist::barrier(comm);
         const auto start = Clock::now();
         dist::all_reduce(comm, data.data(), data.size(), DType::Float32, algo);
-        if (i > 0) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());  // 0: warm-up
+        if (i > 0) times.push_back(seconds_since(start));  // 0: warm-up
     }
     double t = median(times);
     dist::broadcast(comm, &t, sizeof t, 0);
@@ -100,7 +99,7 @@ StepMeasurement thread_train_step(const std::string& mode, int workers, std::int
             const std::uint64_t before = c.stats().bytes_sent + c.stats().bytes_received;
             const auto start = Clock::now();
             step();
-            times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+            times.push_back(seconds_since(start));
             moved += c.stats().bytes_sent + c.stats().bytes_received - before;
         }
         if (c.rank() == 0) {

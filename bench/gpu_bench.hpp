@@ -21,6 +21,7 @@
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/device_status.hpp"
 #include "cuda_cpu/host_api.hpp"
+#include "testkit/timing.hpp"
 
 #if defined(__CUDACC__)
 #include <cublas_v2.h>
@@ -108,13 +109,12 @@ inline Timing time_launches(const std::string& kernel, int n, const std::functio
         per_launch.push_back(ms / per_batch);
         total += ms;
     }
-    std::sort(per_launch.begin(), per_launch.end());
     Timing t;
     t.kernel = kernel;
     t.n = n;
     t.launches_per_batch = per_batch;
     t.batches = static_cast<int>(per_launch.size());
-    t.ms = per_launch[per_launch.size() / 2];
+    t.ms = gl::testkit::median(per_launch);
     t.gflops = 2.0 * double(n) * n * n / (t.ms * 1e-3) / 1e9;
     return t;
 }

@@ -13,16 +13,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "testkit/format.hpp"
+#include "testkit/timing.hpp"
+
 namespace gl::claims {
 
 /// NotRun: the experiment failed; Suspect: a reading above a physical ceiling (see
 /// verdicts.hpp); NotBuilt: the claim is in CLAIMS.md but has no experiment yet.
 enum class Verdict { Reproduced, NotReproduced, NeedsGpu, NotRun, Suspect, NotBuilt };
 std::string to_string(Verdict v);
-// A number with a fixed count of digits after the point, for the "measured" texts.
-std::string fixed(double value, int digits);
-// The middle value of @p v (the upper one of the two for an even count); 0 when empty.
-double median(std::vector<double> v);
+// Numbers for the "measured" texts and the middle of a sample: the testkit's.
+using testkit::fixed;
+using testkit::median;
 
 struct Context {
     bool quick = false;            // keep the whole report within a few minutes on 2 cores

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "autograd/gradcheck.hpp"
-#include "autograd/op_cases.hpp"
+#include "ops/op_cases.hpp"
 #include "claims.hpp"
 #include "verdicts.hpp"
 #include "data/mnist.hpp"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "claims.hpp"
+#include "testkit/random.hpp"
 #include "verdicts.hpp"
 #include "hw/probes.hpp"
 #include "kernels/gemm.hpp"
@@ -22,7 +23,7 @@
 namespace gl::claims {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using testkit::Clock;
 
 // ---- GEMM-1: a kernel that times itself, wrapped around the default one ----------------
 double g_gemm_seconds = 0.0;
@@ -31,7 +32,7 @@ kernels::SgemmFn g_wrapped = nullptr;
 void timed_sgemm(const kernels::GemmArgs<float>& g) {
     const auto start = Clock::now();
     g_wrapped(g);
-    g_gemm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    g_gemm_seconds += testkit::seconds_since(start);
 }
 
 struct StepProfile {
@@ -63,7 +64,7 @@ StepProfile profile_step(const std::string& kernel, int steps) {
     g_gemm_seconds = 0.0;
     const auto start = Clock::now();
     for (int i = 0; i < steps; ++i) step();
-    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    const double total = testkit::seconds_since(start);
     kernels::register_gemm(original);
     kernels::set_default_gemm(previous);
     return {total / steps * 1e6, g_gemm_seconds / total};
@@ -100,25 +101,16 @@ double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int thread
     const kernels::GemmKernel& k = kernels::find_gemm(kernel);
     const int before = get_num_threads();
     set_num_threads(threads);
-    Rng rng(1);
-    std::vector<float> A(static_cast<std::size_t>(n * n)), B(A.size()), C(A.size());
-    for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
-    for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+    const auto A = testkit::random_floats(static_cast<std::size_t>(n * n), 1);
+    const auto B = testkit::random_floats(A.size(), 2);
+    std::vector<float> C(A.size());
     const auto g = kernels::dense_gemm_args(false, false, n, n, n, A.data(), B.data(), C.data());
     // A peer library's idle threads keep spinning for a while after its last call
     // (OpenBLAS's for about 0.1 s, OpenMP's for a few ms) and would take the cores from
     // whatever is measured next: give them time to go to sleep first.
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    k.sgemm(g);  // warm-up (and the peers' thread start-up)
-    double best = 1e30, spent = 0.0;
-    for (int rep = 0; rep < 3 || spent < min_seconds; ++rep) {
-        const auto start = Clock::now();
-        k.sgemm(g);
-        const double s = std::chrono::duration<double>(Clock::now() - start).count();
-        best = std::min(best, s);
-        spent += s;
-        if (rep >= 50) break;
-    }
+    // The first run is the warm-up (and the peers' thread start-up).
+    const double best = testkit::best_seconds([&] { k.sgemm(g); }, 3, min_seconds);
     set_num_threads(before);
     return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best * 1e-9;
 }

@@ -12,6 +12,7 @@
 
 #include "base/rng.hpp"
 #include "claims.hpp"
+#include "testkit/random.hpp"
 #include "verdicts.hpp"
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/memory_counters.hpp"
@@ -25,18 +26,13 @@
 namespace gl::claims {
 namespace {
 
-std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> m(n);
-    for (float& x : m) x = static_cast<float>(rng.uniform(-1.0, 1.0));
-    return m;
-}
+using testkit::random_floats;
 
 // ---- GPU-2 ------------------------------------------------------------------------------
 
 /// Every memory access of version @p version on an n x n x n problem, counted on the CPU runtime.
 cuda::cpu::MemoryCounters count_accesses(int version, int n) {
-    const auto A = random_matrix(std::size_t(n) * n, 1), B = random_matrix(std::size_t(n) * n, 2);
+    const auto A = random_floats(std::size_t(n) * n, 1), B = random_floats(std::size_t(n) * n, 2);
     // Device memory is 256-byte aligned, as on a GPU, so sectors are counted as there.
     float* dA = cuda::malloc_n<float>(A.size());
     float* dB = cuda::malloc_n<float>(B.size());

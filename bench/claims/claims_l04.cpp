@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "claims.hpp"
+#include "testkit/format.hpp"
 #include "hw/probes.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "parallel/thread_pool.hpp"
@@ -26,11 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string size_str(std::int64_t bytes) {
-    if (bytes >= (1 << 30)) return std::to_string(bytes >> 30) + " GiB";
-    if (bytes >= (1 << 20)) return std::to_string(bytes >> 20) + " MiB";
-    return std::to_string(bytes >> 10) + " KiB";
-}
+using testkit::best_seconds;
+using testkit::size_str;
 
 // An element-wise kernel over n floats: the bytes it moves and the flops it does per
 // element (reads + writes, counted as STREAM counts them).
@@ -51,20 +49,9 @@ std::vector<Elementwise> elementwise_kernels() {
          [](V& a, std::int64_t n) {
              kernels::adam_step(a[0].data(), a[1].data(), a[2].data(), a[3].data(), n, kernels::AdamStep{1e-3f});
          }},
-        {"softmax rows", 8, 10,
-         [](V& a, std::int64_t n) { kernels::softmax_rows(a[0].data(), a[1].data(), n / 1024, 1024); }},
+        {"log-softmax rows", 8, 10,
+         [](V& a, std::int64_t n) { kernels::log_softmax_rows(a[0].data(), a[1].data(), n / 1024, 1024); }},
     };
-}
-
-double best_seconds(const std::function<void()>& fn, int reps) {
-    fn();  // warm-up: first touch of the pages
-    double best = 1e30;
-    for (int i = 0; i < reps; ++i) {
-        const auto start = Clock::now();
-        fn();
-        best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-    }
-    return best;
 }
 
 Result mem1(const Context& ctx) {

@@ -30,33 +30,17 @@
 #include "ops/ops.hpp"
 #include "sys/cpu_info.hpp"
 #include "tensor/allocator.hpp"
-#include "amp/autocast.hpp"
+#include "ops/autocast.hpp"
 #include "amp/master_weights.hpp"
 #include "training/trainer.hpp"
 
 namespace gl::claims {
 namespace {
 
-std::string sci(double v, int digits = 2) {
-    std::ostringstream os;
-    os << std::scientific << std::setprecision(digits) << v;
-    return os.str();
-}
+std::string sci(double v, int digits = 2) { return testkit::scientific(v, digits); }
 
 void log(const Context& ctx, const std::string& line) {
     if (ctx.log) *ctx.log << "   " << line << "\n" << std::flush;
-}
-
-// Best-of-n wall time of fn, in seconds.
-template <class Fn>
-double best_time(int reps, Fn&& fn) {
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        fn();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
 }
 
 // ---- FP-1 ---------------------------------------------------------------------------------
@@ -430,11 +414,11 @@ Result fp6(const Context& ctx) {
     numerics::float_to_bfloat16(y32.data(), yb.data(), n);
     double t32 = 1e30, t16 = 1e30, tb = 1e30, r32 = 1e30, r16 = 1e30;
     for (int rep = 0; rep < (ctx.quick ? 5 : 11); ++rep) {
-        t32 = std::min(t32, best_time(1, [&] { kernels::axpy(1e-3f, x32.data(), y32.data(), static_cast<std::int64_t>(n)); }));
-        t16 = std::min(t16, best_time(1, [&] { kernels::axpy_f16(n, 1e-3f, x16.data(), y16.data()); }));
-        tb = std::min(tb, best_time(1, [&] { kernels::axpy_bf16(n, 1e-3f, xb.data(), yb.data()); }));
-        r32 = std::min(r32, best_time(1, [&] { kernels::relu(x32.data(), y32.data(), static_cast<std::int64_t>(n)); }));
-        r16 = std::min(r16, best_time(1, [&] { kernels::relu_f16(n, x16.data(), y16.data()); }));
+        t32 = std::min(t32, testkit::seconds_of([&] { kernels::axpy(1e-3f, x32.data(), y32.data(), static_cast<std::int64_t>(n)); }));
+        t16 = std::min(t16, testkit::seconds_of([&] { kernels::axpy_f16(n, 1e-3f, x16.data(), y16.data()); }));
+        tb = std::min(tb, testkit::seconds_of([&] { kernels::axpy_bf16(n, 1e-3f, xb.data(), yb.data()); }));
+        r32 = std::min(r32, testkit::seconds_of([&] { kernels::relu(x32.data(), y32.data(), static_cast<std::int64_t>(n)); }));
+        r16 = std::min(r16, testkit::seconds_of([&] { kernels::relu_f16(n, x16.data(), y16.data()); }));
     }
     const double axpy_speedup = t32 / t16, relu_speedup = r32 / r16;
     r.data["elementwise"] = {{"n", n},          {"axpy_f32_s", t32},     {"axpy_f16_s", t16}, {"axpy_bf16_s", tb},
@@ -462,7 +446,7 @@ Result fp6(const Context& ctx) {
             if (k.name.rfind("cuda", 0) == 0 || k.name == "naive" || k.name == "reordered" || k.name == "blocked" ||
                 !kernels::why_unavailable(k).empty())
                 continue;
-            const double gf = gemm_gflops(N, best_time(gemm_reps, [&] { k.sgemm(g); }));
+            const double gf = gemm_gflops(N, testkit::best_seconds([&] { k.sgemm(g); }, gemm_reps));
             r.data["gemm"][std::to_string(N)]["fp32:" + k.name] = gf;
             if (gf > best32[N]) best32[N] = gf, best32_name[N] = k.name;
         }
@@ -477,7 +461,7 @@ Result fp6(const Context& ctx) {
             lg.lda = lg.ldb = lg.ldc = N;
             for (const auto& k : kernels::lowp_gemm_kernels()) {
                 if (!k.supports(d) || !k.available() || k.name == "lowp_naive") continue;
-                const double gf = gemm_gflops(N, best_time(gemm_reps, [&] { k.fn(lg); }));
+                const double gf = gemm_gflops(N, testkit::best_seconds([&] { k.fn(lg); }, gemm_reps));
                 const std::string key = name_of(d) + ":" + k.name;
                 r.data["gemm"][std::to_string(N)][key] = gf;
                 if (gf > best16[N]) best16[N] = gf, best16_name[N] = key;

@@ -28,13 +28,7 @@ namespace {
 using memory::MemoryCategory;
 using clock_type = std::chrono::steady_clock;
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
-std::string mib(double bytes) { return fixed(bytes / (1024.0 * 1024.0), 2) + " MiB"; }
+using testkit::mib;
 
 // CPU seconds this process has used (user + system, all threads). On a shared machine a
 // step's CPU time varies much less than its wall time, so ratios are taken from it.
@@ -216,7 +210,7 @@ Result ckpt2(const Context& ctx) {
             const double cpu0 = cpu_seconds();
             training::measure_training_step(tracker, *net, opt, x, y, v.segments);
             v.cpu.push_back(cpu_seconds() - cpu0);
-            v.seconds.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+            v.seconds.push_back(testkit::seconds_since(start));
         }
     const Variant& base = variants[0];
     // GEMM flops of a step without checkpointing: forward, plus two GEMMs per layer in

@@ -37,17 +37,7 @@ namespace {
 
 using dist::AllReduceAlgo;
 
-std::string num(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
-std::string sci(double v) {
-    std::ostringstream os;
-    os << std::scientific << std::setprecision(1) << v;
-    return os.str();
-}
+std::string sci(double v) { return testkit::scientific(v, 1); }
 
 void log(const Context& ctx, const std::string& line) {
     if (ctx.log) *ctx.log << "   " << line << "\n" << std::flush;
@@ -74,15 +64,15 @@ Result dp1(const Context& ctx) {
         const auto dp = dps[dps.size() / 2], ddp = ddps[ddps.size() / 2];
         const double ratio = dp.seconds / ddp.seconds;
         runs.push_back({n, dp.seconds, ddp.seconds, dp.master_bytes, ddp.worker_bytes});
-        m << (n == 2 ? "" : "; ") << n << " workers: DP " << num(dp.seconds * 1e3, 1) << " ms vs DDP "
-          << num(ddp.seconds * 1e3, 1) << " ms per step (DP/DDP " << num(ratio, 2) << "x); the DP master moves "
-          << num(static_cast<double>(dp.master_bytes) * 1e-6, 1) << " MB per step, a DDP worker "
-          << num(static_cast<double>(ddp.worker_bytes) * 1e-6, 1) << " MB";
+        m << (n == 2 ? "" : "; ") << n << " workers: DP " << fixed(dp.seconds * 1e3, 1) << " ms vs DDP "
+          << fixed(ddp.seconds * 1e3, 1) << " ms per step (DP/DDP " << fixed(ratio, 2) << "x); the DP master moves "
+          << fixed(static_cast<double>(dp.master_bytes) * 1e-6, 1) << " MB per step, a DDP worker "
+          << fixed(static_cast<double>(ddp.worker_bytes) * 1e-6, 1) << " MB";
         r.data["workers_" + std::to_string(n)] = {{"dp_seconds", dp.seconds}, {"ddp_seconds", ddp.seconds},
                                                   {"dp_master_bytes", dp.master_bytes},
                                                   {"ddp_worker_bytes", ddp.worker_bytes},
                                                   {"parameters", dp.parameters}};
-        log(ctx, std::to_string(n) + " workers: DP/DDP step time " + num(ratio, 2) + "x");
+        log(ctx, std::to_string(n) + " workers: DP/DDP step time " + fixed(ratio, 2) + "x");
     }
     r.measured = "MLP 784-1024-1024-10 (1.9M parameters), global batch 64, SGD, thread backend, median of " +
                  std::to_string(rounds) + " alternating rounds of " + std::to_string(steps) + " steps: " + m.str();
@@ -120,7 +110,7 @@ bool bytes_match_formulas(nlohmann::json& out, std::string& ring_line) {
                 if (algo == AllReduceAlgo::Ring && count == (std::size_t{1} << 18)) {
                     const double fraction = static_cast<double>(sent[0]) / static_cast<double>(count * sizeof(float));
                     out["ring_fraction"][std::to_string(n)] = fraction;
-                    ring << (n == 2 ? "" : ", ") << "N=" << n << ": " << num(fraction, 3);
+                    ring << (n == 2 ? "" : ", ") << "N=" << n << ": " << fixed(fraction, 3);
                 }
             }
     ring_line = ring.str();
@@ -201,8 +191,8 @@ Result dp2(const Context& ctx) {
     mpi_allreduce_seconds(big, measured.mpi_ring_s, measured.mpi_library_s, mpi_reason);
     if (measured.mpi_ring_s) {
         r.data["mpi_64MiB_2proc"] = {{"ring_s", *measured.mpi_ring_s}, {"library_s", *measured.mpi_library_s}};
-        log(ctx, "64 MiB over MPI, 2 processes: our ring " + num(*measured.mpi_ring_s * 1e3, 1) +
-                     " ms, MPI_Allreduce " + num(*measured.mpi_library_s * 1e3, 1) + " ms");
+        log(ctx, "64 MiB over MPI, 2 processes: our ring " + fixed(*measured.mpi_ring_s * 1e3, 1) +
+                     " ms, MPI_Allreduce " + fixed(*measured.mpi_library_s * 1e3, 1) + " ms");
     }
 
     // On threads: every algorithm at 2..4 workers; the largest buffer at 4 workers compares
@@ -237,18 +227,18 @@ Result dp2(const Context& ctx) {
 
     r.measured = "bytes sent per rank equal the formulas for every algorithm, N = 2..8, divisible and odd sizes: " +
                  std::string(measured.bytes_match ? "yes" : "NO") + "; ring bytes / buffer: " + ring_line +
-                 " (2(N-1)/N). Threads, 4 workers, " + num(ring4.bytes / double(1 << 20), 0) + " MiB: ring " +
-                 num(measured.thread_ring_s * 1e3, 2) + " ms, reduce+broadcast " +
-                 num(measured.thread_reduce_broadcast_s * 1e3, 2) + " ms. MPI, 2 processes, 64 MiB: " +
-                 (measured.mpi_ring_s ? "our ring " + num(*measured.mpi_ring_s * 1e3, 1) + " ms, MPI_Allreduce " +
-                                            num(*measured.mpi_library_s * 1e3, 1) + " ms"
+                 " (2(N-1)/N). Threads, 4 workers, " + fixed(ring4.bytes / double(1 << 20), 0) + " MiB: ring " +
+                 fixed(measured.thread_ring_s * 1e3, 2) + " ms, reduce+broadcast " +
+                 fixed(measured.thread_reduce_broadcast_s * 1e3, 2) + " ms. MPI, 2 processes, 64 MiB: " +
+                 (measured.mpi_ring_s ? "our ring " + fixed(*measured.mpi_ring_s * 1e3, 1) + " ms, MPI_Allreduce " +
+                                            fixed(*measured.mpi_library_s * 1e3, 1) + " ms"
                                       : "not measured (" + mpi_reason + ")") +
                  ". Cost model fitted at 2-4 workers: alpha " + sci(model.alpha_s) + " s per message, beta " +
                  sci(model.beta_s_per_byte) + " s per byte moved, gamma " + sci(model.gamma_s_per_byte) +
-                 " s per byte added, median error " + num(measured.model_median_error * 100, 0) +
-                 "%; modelled 100 MB all-reduce at 1024 workers: ring " + num(modelled(AllReduceAlgo::Ring, 1024), 3) +
-                 " s, recursive doubling " + num(modelled(AllReduceAlgo::RecursiveDoubling, 1024), 3) + " s, master " +
-                 num(modelled(AllReduceAlgo::ReduceBroadcast, 1024), 1) + " s";
+                 " s per byte added, median error " + fixed(measured.model_median_error * 100, 0) +
+                 "%; modelled 100 MB all-reduce at 1024 workers: ring " + fixed(modelled(AllReduceAlgo::Ring, 1024), 3) +
+                 " s, recursive doubling " + fixed(modelled(AllReduceAlgo::RecursiveDoubling, 1024), 3) + " s, master " +
+                 fixed(modelled(AllReduceAlgo::ReduceBroadcast, 1024), 1) + " s";
     const Judgement j = judge_dp2(measured);
     r.verdict = j.verdict;
     r.why = j.why;
@@ -409,11 +399,11 @@ Result dp5(const Context& ctx) {
             tracker.reset_peak();
             const auto start = std::chrono::steady_clock::now();
             for (int s = 0; s < steps; ++s) train_step();
-            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double secs = testkit::seconds_since(start);
             throughput.push_back(static_cast<double>(b * steps) / secs);
             memory.push_back(static_cast<double>(tracker.peak() - base));
-            m << (b == batches.front() ? "" : "; ") << "batch " << b << ": " << num(throughput.back(), 0)
-              << " samples/s, " << num(memory.back() / 1e6, 2) << " MB peak during a step";
+            m << (b == batches.front() ? "" : "; ") << "batch " << b << ": " << fixed(throughput.back(), 0)
+              << " samples/s, " << fixed(memory.back() / 1e6, 2) << " MB peak during a step";
             r.data["batch_" + std::to_string(b)] = {{"samples_per_second", throughput.back()},
                                                     {"peak_step_bytes", memory.back()}};
         }
@@ -427,8 +417,8 @@ Result dp5(const Context& ctx) {
     const double speedup = *std::max_element(throughput.begin(), throughput.end()) / throughput.front();
     const double per_sample = (memory[3] - memory[2]) / static_cast<double>(batches[3] - batches[2]);
     const double fits_16gb = (16e9 - memory[0]) / per_sample;
-    r.measured = "SimpleNet, one process: " + m.str() + "; best throughput " + num(speedup, 2) +
-                 "x batch 8's; memory per extra sample " + num(per_sample / 1e3, 1) + " kB (so a 16 GB device fits "
+    r.measured = "SimpleNet, one process: " + m.str() + "; best throughput " + fixed(speedup, 2) +
+                 "x batch 8's; memory per extra sample " + fixed(per_sample / 1e3, 1) + " kB (so a 16 GB device fits "
                  "batches up to about " + sci(fits_16gb) + ")";
     const Judgement j = judge_dp5(readings);
     r.verdict = j.verdict;

@@ -11,17 +11,6 @@
 
 namespace gl::claims {
 
-std::string fixed(double v, int digits) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(digits) << v;
-    return os.str();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 std::string to_string(Verdict v) {
     switch (v) {
         case Verdict::Reproduced: return "reproduced";
@@ -56,7 +45,7 @@ Result run_once(const Claim& claim, const Context& ctx) {
         r.verdict = Verdict::NotRun;
         r.why = std::string("the experiment failed: ") + e.what();
     }
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.seconds = testkit::seconds_since(start);
     return r;
 }
 

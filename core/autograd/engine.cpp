@@ -4,8 +4,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "autograd/accumulate.hpp"
 #include "autograd/grad_mode.hpp"
-#include "ops/ops.hpp"
 
 namespace gl {
 
@@ -51,7 +51,8 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
 
     // LAB 01 BEGIN: the reverse-topological backward walk
     // Each node runs once, after every node that feeds it a gradient has run. Gradients
-    // that reach the same node along several paths are summed before it runs.
+    // that reach the same node along several paths are summed (add_gradients, from
+    // autograd/accumulate.hpp) before it runs.
     std::unordered_map<Node*, Tensor> pending{{root_node.get(), seed}};
     for (Node* node : topological_order(root_node.get())) {
         auto it = pending.find(node);
@@ -63,10 +64,14 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
             Node* target = node->next[i].get();
             if (!target || !input_grads[i].defined()) continue;
             auto [slot, inserted] = pending.try_emplace(target, input_grads[i]);
-            if (!inserted) slot->second = add(slot->second, input_grads[i]);
+            if (!inserted) slot->second = add_gradients(slot->second, input_grads[i]);
         }
     }
     // LAB 01 END
 }
+
+// Tensor's entry point into the graph: declared with the tensor, defined here so that the
+// tensor layer stays below autograd.
+void Tensor::backward(const Tensor& gradient) const { run_backward(*this, gradient); }
 
 }  // namespace gl

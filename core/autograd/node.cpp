@@ -1,8 +1,8 @@
 #include "autograd/node.hpp"
 
+#include "autograd/accumulate.hpp"
 #include "autograd/grad_mode.hpp"
 #include "memory/tracking_allocator.hpp"
-#include "ops/ops.hpp"
 
 namespace gl {
 namespace {

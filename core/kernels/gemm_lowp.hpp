@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/dtype.hpp"
+#include "numerics/dtype.hpp"
 
 namespace gl::kernels {
 

@@ -4,15 +4,14 @@
 /// integer code everywhere else.
 ///
 /// Owns: bulk conversions and the choice between their implementations. Tensors,
-/// kernels and the cast op call these; knows nothing about tensors itself except the
-/// DType names.
+/// kernels and the cast op call these; knows nothing about tensors itself.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "tensor/dtype.hpp"
+#include "numerics/dtype.hpp"
 
 namespace gl::numerics {
 

@@ -1,7 +1,7 @@
 // ReLU: max(x, 0). Its derivative is 1 where the input was positive and 0 elsewhere, so
 // the backward only needs to know where the input was positive.
 #include "autograd/node.hpp"
-#include "kernels/cpu/broadcast.hpp"
+#include "ops/broadcast.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "ops/ops.hpp"
 
@@ -15,7 +15,7 @@ struct ReluBackward final : Node {
         // LAB 01 BEGIN: relu backward
         // Pass the gradient through where the unit was active, block it elsewhere.
         return {dispatch_floating(g.dtype(), "relu backward", [&]<class T>() {
-            return kernels::binary_broadcast<T>(g, output, [](T grad, T y) { return y > T(0) ? grad : T(0); });
+            return binary_broadcast<T>(g, output, [](T grad, T y) { return y > T(0) ? grad : T(0); });
         })};
         // LAB 01 END
     }
@@ -30,7 +30,7 @@ Tensor relu(const Tensor& a) {
         kernels::relu(a.data<float>(), out.data<float>(), a.numel());
     } else {
         out = dispatch_floating(a.dtype(), "relu", [&]<class T>() {
-            return kernels::unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
+            return unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
         });
     }
     if (should_record({a})) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "autograd/accumulate.hpp"
 #include "tensor/tensor.hpp"
 
 namespace gl {
@@ -27,9 +28,8 @@ Tensor neg(const Tensor& a);
 /// Sums @p grad over the dimensions that broadcasting expanded, so the result has
 /// @p shape: the gradient of broadcasting a tensor of @p shape up to grad's shape.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
-/// self += alpha * other in place, outside autograd (for optimizers and accumulation).
-/// @p other must have self's shape.
-void add_(const Tensor& self, const Tensor& other, double alpha = 1.0);
+// add_(self, other, alpha), in place and outside autograd, is declared in
+// autograd/accumulate.hpp (included above): autograd sums gradients with it.
 
 // ---- Casts between floating types (cast.cpp) ----
 /// @p a converted to @p dtype (any of float64, float32, float16, bfloat16), recorded for
@@ -46,7 +46,7 @@ GradientCastObserver set_gradient_cast_observer(GradientCastObserver observer);
 /// The matrix product of two 2-d tensors [M, K] x [K, N] -> [M, N], through the
 /// default GEMM kernel. Transposed views are passed to the kernel without copying.
 /// float16/bfloat16 operands go to the low-precision GEMM (FP32 accumulation, the result
-/// rounded once to the operands' type). Under autocast (amp/autocast.hpp) a float32
+/// rounded once to the operands' type). Under autocast (ops/autocast.hpp) a float32
 /// operand is cast to the autocast type first and the result cast back to float32.
 Tensor matmul(const Tensor& a, const Tensor& b);
 

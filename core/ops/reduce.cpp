@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "autograd/node.hpp"
-#include "kernels/cpu/broadcast.hpp"
+#include "ops/broadcast.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -33,7 +33,7 @@ struct SumBackward final : Node {
     Shape keepdim_shape;  // the output's shape with reduced dimensions kept as 1
     std::string name() const override { return "SumBackward"; }
     std::vector<Tensor> backward(const Tensor& g) override {
-        return {kernels::broadcast_copy(reshape(g, keepdim_shape), input_shape)};
+        return {broadcast_copy(reshape(g, keepdim_shape), input_shape)};
     }
 };
 
@@ -41,7 +41,7 @@ struct SumBackward final : Node {
 
 Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim) {
     const std::vector<bool> mask = reduce_mask(a, dims);
-    Tensor kept = kernels::sum_dims(a, mask);
+    Tensor kept = sum_dims(a, mask);
     const Shape keep_shape = kept.shape();
     Tensor out = keepdim ? kept : make_view(kept, drop_reduced(keep_shape, mask),
                                             contiguous_strides(drop_reduced(keep_shape, mask)), 0);

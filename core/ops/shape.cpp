@@ -1,6 +1,6 @@
 // Shape ops: views that reinterpret the same storage. Their gradients undo the view.
 #include "autograd/node.hpp"
-#include "kernels/cpu/broadcast.hpp"
+#include "ops/broadcast.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -69,6 +69,10 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
     return out;
 }
 
+// Declared with the tensor; defined here because the copy must be recorded like any
+// reshape (reshape records only when grad mode is on and the tensor requires grad).
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : reshape(*this, shape()); }
+
 Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
     const std::int64_t i = normalise_dim(d0, a.dim(), "transpose");
     const std::int64_t j = normalise_dim(d1, a.dim(), "transpose");
@@ -92,9 +96,9 @@ Tensor t(const Tensor& a) {
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {
-    check(kernels::broadcast_shapes(a.shape(), shape) == shape,
+    check(broadcast_shapes(a.shape(), shape) == shape,
           "expand: cannot expand " + shape_str(a.shape()) + " to " + shape_str(shape));
-    Tensor out = make_view(a, shape, kernels::broadcast_strides(a, shape), a.storage_offset());
+    Tensor out = make_view(a, shape, broadcast_strides(a, shape), a.storage_offset());
     if (should_record({a})) {
         auto node = std::make_shared<ExpandBackward>();
         node->input_shape = a.shape();

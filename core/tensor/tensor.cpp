@@ -7,12 +7,9 @@
 #include <optional>
 #include <sstream>
 
-#include "autograd/engine.hpp"
-#include "autograd/grad_mode.hpp"
 #include "base/checked_arithmetic.hpp"
 #include "base/rng.hpp"
 #include "numerics/convert.hpp"
-#include "ops/ops.hpp"
 
 namespace gl {
 
@@ -181,8 +178,6 @@ Tensor Tensor::grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(
 
 void Tensor::set_grad(const Tensor& g) { impl().grad = g.defined() ? g.impl_ptr() : nullptr; }
 
-void Tensor::backward(const Tensor& gradient) const { run_backward(*this, gradient); }
-
 void Tensor::set_data(const Tensor& value) {
     check(value.shape() == shape(), "set_data: the new data has shape " + shape_str(value.shape()) +
                                         ", the tensor " + shape_str(shape()));
@@ -223,11 +218,6 @@ Tensor Tensor::clone() const {
         std::memcpy(dst + i * static_cast<std::int64_t>(elem), src + off * static_cast<std::int64_t>(elem), elem);
     });
     return out;
-}
-
-Tensor Tensor::contiguous() const {
-    if (is_contiguous()) return *this;
-    return requires_grad() && GradMode::enabled() ? reshape(*this, shape()) : clone();
 }
 
 std::string Tensor::str() const {

@@ -109,14 +109,17 @@ public:
     const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
 
     /// Runs backpropagation from this tensor. For a scalar the seed gradient is 1;
-    /// otherwise pass @p gradient with this tensor's shape.
+    /// otherwise pass @p gradient with this tensor's shape. Defined in
+    /// autograd/engine.cpp: the tensor only names the entry point, the graph walk
+    /// belongs to autograd, the layer above.
     void backward(const Tensor& gradient = Tensor()) const;
 
     /// A new handle to the same data, cut out of the graph (requires_grad false).
     Tensor detach() const;
     /// A deep copy, contiguous, outside the graph.
     Tensor clone() const;
-    /// This tensor if contiguous, otherwise a contiguous copy (differentiable).
+    /// This tensor if contiguous, otherwise a contiguous copy (differentiable). Defined
+    /// in ops/shape.cpp, next to reshape(), which records the copy for autograd.
     Tensor contiguous() const;
 
     /// Replaces this tensor's data (storage, layout, dtype) with @p value's, keeping its

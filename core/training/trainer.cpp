@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "amp/autocast.hpp"
+#include "ops/autocast.hpp"
 #include "amp/master_weights.hpp"
 #include "autograd/grad_mode.hpp"
 #include "ops/ops.hpp"

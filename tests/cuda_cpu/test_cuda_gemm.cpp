@@ -12,7 +12,8 @@
 #include "cuda_cpu/memory_counters.hpp"
 #include "device_vector.hpp"
 #include "kernels/cuda/sgemm.hpp"
-#include "sgemm_oracle.hpp"
+#include "testkit/gemm_oracle.hpp"
+#include "testkit/random.hpp"
 #if GRADLAB_HAVE_CUDA
 #include "cuda_cpu/device_status.hpp"
 #endif
@@ -23,13 +24,13 @@ using gl::cuda::cpu::Order;
 using gl::cuda::cpu::Schedule;
 using gl::test::DeviceVector;
 
-using Shape = gl::test::GemmShape;
-using gl::test::random_matrix;
-using gl::test::reference_gemm;
-using gl::test::shape_name;
+using Shape = gl::testkit::GemmShape;
+using gl::testkit::random_floats;
+using gl::testkit::reference_gemm;
+using gl::testkit::shape_name;
 
-void expect_matches(const Shape& s, const std::vector<float>& C, const gl::test::ReferenceGemm& ref) {
-    EXPECT_EQ(gl::test::mismatches(s, C, ref), "");
+void expect_matches(const Shape& s, const std::vector<float>& C, const gl::testkit::ReferenceGemm& ref) {
+    EXPECT_EQ(gl::testkit::mismatches(s, C, ref), "");
 }
 
 const Shape kShapes[] = {{1, 1, 1}, {17, 33, 9}, {64, 64, 64}, {100, 75, 130}, {129, 7, 40}};
@@ -49,8 +50,8 @@ TEST_P(CudaGemm, MatchesTheTripleLoop) {
     const CpuCase& c = GetParam();
     const Shape s = c.shape;
     gl::cuda::cpu::ScopedSchedule scope(c.schedule);
-    const auto A = random_matrix(std::size_t(s.M) * s.K, 1);
-    const auto B = random_matrix(std::size_t(s.K) * s.N, 2);
+    const auto A = random_floats(std::size_t(s.M) * s.K, 1);
+    const auto B = random_floats(std::size_t(s.K) * s.N, 2);
     DeviceVector<float> dA(A), dB(B), dC(std::size_t(s.M) * s.N);
     dC.fill_bytes(0xff);  // NaN: an element the kernel forgets to write cannot pass
     gl::kernels::cuda_gemm(c.version, s.M, s.N, s.K, dA.get(), dB.get(), dC.get());
@@ -89,8 +90,8 @@ TEST(CudaGemmApi, UnknownVersionAndEmptyShapes) {
 // GPU-2, exact: what tiling and coalescing do to global-memory traffic
 
 gl::cuda::cpu::MemoryCounters count(int version, const Shape& s) {
-    const auto A = random_matrix(std::size_t(s.M) * s.K, 1);
-    const auto B = random_matrix(std::size_t(s.K) * s.N, 2);
+    const auto A = random_floats(std::size_t(s.M) * s.K, 1);
+    const auto B = random_floats(std::size_t(s.K) * s.N, 2);
     DeviceVector<float> dA(A), dB(B), dC(std::size_t(s.M) * s.N);
     gl::cuda::cpu::reset_memory_counters();
     gl::kernels::cuda_gemm_counted(version, s.M, s.N, s.K, dA.get(), dB.get(), dC.get());
@@ -180,8 +181,8 @@ TEST_P(CudaGemmDevice, MatchesTheTripleLoop) {
     if (!status.available) GTEST_SKIP() << "needs a CUDA device: " << status.message;
     const DeviceCase& c = GetParam();
     const Shape s = c.shape;
-    const auto A = random_matrix(std::size_t(s.M) * s.K, 1);
-    const auto B = random_matrix(std::size_t(s.K) * s.N, 2);
+    const auto A = random_floats(std::size_t(s.M) * s.K, 1);
+    const auto B = random_floats(std::size_t(s.K) * s.N, 2);
     std::vector<float> C(std::size_t(s.M) * s.N, NAN);
     gl::kernels::cuda_gemm_device_from_host(c.version, s.M, s.N, s.K, A.data(), B.data(), C.data());
     expect_matches(s, C, reference_gemm(s, A, B));

@@ -11,6 +11,7 @@
 #include "kernels/cpu/elementwise_lowp.hpp"
 #include "kernels/cuda/lowp.hpp"
 #include "numerics/convert.hpp"
+#include "testkit/random.hpp"
 #if GRADLAB_HAVE_CUDA
 #include "cuda_cpu/device_status.hpp"
 #endif
@@ -18,13 +19,7 @@
 namespace {
 
 std::vector<std::uint16_t> random_16bit(gl::DType dtype, std::size_t n, unsigned seed) {
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-    std::vector<float> f(n);
-    for (auto& v : f) v = dist(gen);
-    std::vector<std::uint16_t> out(n);
-    gl::numerics::from_float(dtype, f.data(), out.data(), n);
-    return out;
+    return gl::testkit::random_16bit(dtype, n, seed, -2.0, 2.0);
 }
 
 TEST(CudaLowp, AxpyOnTheCpuRuntimeMatchesTheCpuKernelsBitForBit) {

@@ -12,7 +12,7 @@
 #include "cuda_cpu/error.hpp"
 #include "kernels/gemm.hpp"
 #include "ops/ops.hpp"
-#include "sgemm_oracle.hpp"
+#include "testkit/random.hpp"
 #include "training_step.hpp"
 #if GRADLAB_HAVE_CUDA
 #include "cuda_cpu/device_status.hpp"
@@ -42,8 +42,8 @@ std::vector<float> run(const std::string& name, const Strided& p, const std::vec
 TEST(CudaMatmul, CpuRuntimeKernelHandlesStridesAndTransposes) {
     for (const Strided& p : {Strided{17, 33, 9, false, false}, Strided{31, 7, 65, true, false},
                              Strided{64, 10, 40, false, true}, Strided{5, 129, 3, true, true}}) {
-        const auto A = test::random_matrix(std::size_t(p.M + 3) * (p.K + 3), 1);  // big enough either way
-        const auto B = test::random_matrix(std::size_t(p.K + 3) * (p.N + 3), 2);
+        const auto A = testkit::random_floats(std::size_t(p.M + 3) * (p.K + 3), 1);  // big enough either way
+        const auto B = testkit::random_floats(std::size_t(p.K + 3) * (p.N + 3), 2);
         const auto expected = run("naive", p, A, B);
         const auto got = run("cuda_cpu", p, A, B);
         for (std::size_t i = 0; i < got.size(); ++i)

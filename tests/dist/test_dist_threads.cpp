@@ -16,6 +16,7 @@
 #include "dist/thread_comm.hpp"
 #include "dist_checks.hpp"
 #include "parallel/thread_pool.hpp"
+#include "testkit/timing.hpp"
 
 namespace gl::dist {
 namespace {
@@ -93,9 +94,7 @@ TEST(ThreadBackend, SizeMismatchIsReportedOnBothSides) {
 
 // ---- Failures: never hang --------------------------------------------------------------
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using testkit::seconds_since;
 
 TEST(ThreadFailures, AWorkerThatDiesMakesTheOthersFailAtOnce) {
     const auto start = std::chrono::steady_clock::now();

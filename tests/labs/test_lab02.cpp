@@ -14,6 +14,8 @@
 #include "graded.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
 #include "lab_timing.hpp"
+#include "testkit/gemm_problems.hpp"
+#include "testkit/random.hpp"
 
 namespace gl {
 namespace {
@@ -21,48 +23,29 @@ namespace {
 using kernels::GemmArgs;
 using kernels::packed::Isa;
 
-struct Problem {
-    std::int64_t M, N, K;
-    bool ta, tb;
-};
+using testkit::GemmProblem;
+using testkit::random_floats;
 
-std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> v(n);
-    for (auto& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-    return v;
+// C = op(A) op(B) for a densely stored problem (no padding).
+GemmArgs<float> args(const GemmProblem& p, const std::vector<float>& A, const std::vector<float>& B,
+                     std::vector<float>& C) {
+    return kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data());
 }
 
-GemmArgs<float> args(const Problem& p, const std::vector<float>& A, const std::vector<float>& B, std::vector<float>& C) {
-    return {p.ta, p.tb, p.M, p.N, p.K, A.data(), std::max<std::int64_t>(p.ta ? p.M : p.K, 1),
-            B.data(), std::max<std::int64_t>(p.tb ? p.K : p.N, 1), C.data(), std::max<std::int64_t>(p.N, 1)};
-}
-
-std::vector<Problem> odd_problems() {
-    std::vector<Problem> ps{{1, 1, 1, false, false}, {7, 5, 3, false, false}, {33, 17, 65, false, false},
-                            {5, 129, 3, true, true}, {3, 4, 0, false, false}};
-    for (bool ta : {false, true})
-        for (bool tb : {false, true}) ps.push_back({203, 97, 417, ta, tb});  // crosses MC and KC blocks
-    return ps;
-}
-
-// Checks @p kernel against the naive loop on every odd problem; a message says which failed.
+// Checks @p kernel against the naive loop on the odd problems of every GEMM test (all four
+// transposes, padded rows, empty shapes); a message says which failed.
 void expect_matches_naive(const std::string& kernel, const std::string& label) {
-    for (const Problem& p : odd_problems()) {
-        const auto A = random_vector(static_cast<std::size_t>(p.M * p.K), 1);
-        const auto B = random_vector(static_cast<std::size_t>(p.K * p.N), 2);
-        std::vector<float> want(static_cast<std::size_t>(p.M * p.N));
-        kernels::find_gemm("naive").sgemm(args(p, A, B, want));
-        const auto got = graded::student<std::vector<float>>(label, [&] {
-            std::vector<float> c(want.size(), -7.0f);
-            kernels::find_gemm(kernel).sgemm(args(p, A, B, c));
-            return c;
-        });
+    for (const GemmProblem& p : testkit::odd_gemm_problems()) {
+        const auto A = random_floats(p.a_elements(), 1);
+        const auto B = random_floats(p.b_elements(), 2);
+        const auto want = testkit::run_gemm(kernels::find_gemm("naive"), p, A, B);
+        const auto got = graded::student<std::vector<float>>(
+            label, [&] { return testkit::run_gemm(kernels::find_gemm(kernel), p, A, B); });
         ASSERT_EQ(got.size(), want.size()) << label << ": C has the wrong size";
         for (std::size_t i = 0; i < got.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 1e-4 * std::sqrt(static_cast<double>(p.K)) + 1e-6)
                 << label << ": wrong C[" << i / static_cast<std::size_t>(p.N) << ", " << i % static_cast<std::size_t>(p.N)
-                << "] for M=" << p.M << " N=" << p.N << " K=" << p.K << " trans_a=" << p.ta << " trans_b=" << p.tb;
+                << "] for " << p.str();
     }
 }
 
@@ -94,8 +77,8 @@ TEST(Lab02, BlockedSpeed) {
 
 TEST(Lab02, PackALaysOutMrRowSlivers) {
     for (bool ta : {false, true}) {
-        const Problem p{23, 1, 19, ta, false};
-        const auto A = random_vector(static_cast<std::size_t>(p.M * p.K), 3);
+        const GemmProblem p{23, 1, 19, ta, false};
+        const auto A = random_floats(static_cast<std::size_t>(p.M * p.K), 3);
         std::vector<float> C;
         const GemmArgs<float> g = args(p, A, A, C);
         const int mr = 6;
@@ -121,8 +104,8 @@ TEST(Lab02, PackALaysOutMrRowSlivers) {
 
 TEST(Lab02, PackBLaysOutNrColumnSlivers) {
     for (bool tb : {false, true}) {
-        const Problem p{1, 37, 21, false, tb};
-        const auto B = random_vector(static_cast<std::size_t>(p.K * p.N), 4);
+        const GemmProblem p{1, 37, 21, false, tb};
+        const auto B = random_floats(static_cast<std::size_t>(p.K * p.N), 4);
         std::vector<float> C;
         const GemmArgs<float> g = args(p, B, B, C);
         const int nr = 16;
@@ -154,10 +137,10 @@ void expect_micro_kernel_right(Isa isa) {
         GTEST_SKIP() << "this CPU has no " << kernels::packed::to_string(isa);
     const auto& mk = kernels::packed::micro_kernel(isa);
     const std::int64_t kc = 37, ldc = mk.nr + 5;
-    std::vector<float> a = random_vector(static_cast<std::size_t>(mk.mr * kc), 5);
+    std::vector<float> a = random_floats(static_cast<std::size_t>(mk.mr * kc), 5);
     // The panel's values do not depend on where the aligned copy starts: the grader's
     // checker must see the inputs the student's process saw.
-    const std::vector<float> b_values = random_vector(static_cast<std::size_t>(mk.nr * kc), 6);
+    const std::vector<float> b_values = random_floats(static_cast<std::size_t>(mk.nr * kc), 6);
     std::vector<float> b_raw(b_values.size() + 16);
     float* b = b_raw.data();
     while (reinterpret_cast<std::uintptr_t>(b) % 64) ++b;  // packed panels are 64-byte aligned

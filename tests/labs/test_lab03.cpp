@@ -31,7 +31,8 @@
 #include <vector>
 
 #include "../cuda_cpu/device_vector.hpp"
-#include "../cuda_cpu/sgemm_oracle.hpp"
+#include "testkit/gemm_oracle.hpp"
+#include "testkit/random.hpp"
 #include "../cuda_cpu/training_step.hpp"
 #include "cuda_cpu/cpu_runtime.hpp"
 #include "cuda_cpu/cuda_compat.hpp"
@@ -50,7 +51,7 @@ using gl::cuda::cpu::MemoryCounters;
 using gl::cuda::cpu::Order;
 using gl::cuda::cpu::Schedule;
 using gl::test::DeviceVector;
-using gl::test::GemmShape;
+using gl::testkit::GemmShape;
 
 constexpr int kCoalesced = 2, kTiled = 3, kRegisterBlocked = 5;  // version numbers (sgemm.cuh)
 
@@ -86,10 +87,10 @@ std::string check(const Sgemm& sgemm, const std::vector<GemmShape>& shapes,
     for (const GemmShape& s : shapes)
         for (const Schedule& schedule : schedules) {
             gl::cuda::cpu::ScopedSchedule scope(schedule);
-            const auto A = gl::test::random_matrix(std::size_t(s.M) * s.K, 1);
-            const auto B = gl::test::random_matrix(std::size_t(s.K) * s.N, 2);
+            const auto A = gl::testkit::random_floats(std::size_t(s.M) * s.K, 1);
+            const auto B = gl::testkit::random_floats(std::size_t(s.K) * s.N, 2);
             std::vector<float> C(std::size_t(s.M) * s.N, NAN);  // an element never written stays wrong
-            const std::string where = gl::test::shape_name(s) + " (M x N x K), threads " +
+            const std::string where = gl::testkit::shape_name(s) + " (M x N x K), threads " +
                                       order_name(schedule.order) + ": ";
             try {
                 sgemm(s.M, s.N, s.K, A.data(), B.data(), C.data());
@@ -97,7 +98,7 @@ std::string check(const Sgemm& sgemm, const std::vector<GemmShape>& shapes,
                 problems << where << e.what() << "\n";
                 return problems.str();
             }
-            const std::string wrong = gl::test::mismatches(s, C, gl::test::reference_gemm(s, A, B));
+            const std::string wrong = gl::testkit::mismatches(s, C, gl::testkit::reference_gemm(s, A, B));
             if (!wrong.empty()) problems << where << "\n" << wrong << "\n";
         }
     return problems.str();
@@ -119,8 +120,8 @@ struct Traffic {
 
 Traffic count(const std::function<void(int, int, int, const float*, const float*, float*)>& counted,
               const GemmShape& s) {
-    const auto A = gl::test::random_matrix(std::size_t(s.M) * s.K, 1);
-    const auto B = gl::test::random_matrix(std::size_t(s.K) * s.N, 2);
+    const auto A = gl::testkit::random_floats(std::size_t(s.M) * s.K, 1);
+    const auto B = gl::testkit::random_floats(std::size_t(s.K) * s.N, 2);
     // Device memory is 256-byte aligned, as cudaMalloc's: both runs see the same sectors.
     DeviceVector<float> dA(A), dB(B), dC(std::size_t(s.M) * s.N);
     dC.fill_bytes(0xff);  // NaN: an element never written stays wrong
@@ -133,7 +134,7 @@ Traffic count(const std::function<void(int, int, int, const float*, const float*
         return t;
     }
     t.counts = gl::cuda::cpu::memory_counters();
-    t.wrong = gl::test::mismatches(s, dC.to_host(), gl::test::reference_gemm(s, A, B));
+    t.wrong = gl::testkit::mismatches(s, dC.to_host(), gl::testkit::reference_gemm(s, A, B));
     return t;
 }
 
@@ -172,8 +173,8 @@ const Traffic& counted(bool reference, int version, const GemmShape& s) {
     }
     const auto [numbers, C, error] = gl::graded::student<std::tuple<Counts, std::vector<float>, std::string>>(
         "counted version " + std::to_string(version), [&] {
-            const auto A = gl::test::random_matrix(std::size_t(s.M) * s.K, 1);
-            const auto B = gl::test::random_matrix(std::size_t(s.K) * s.N, 2);
+            const auto A = gl::testkit::random_floats(std::size_t(s.M) * s.K, 1);
+            const auto B = gl::testkit::random_floats(std::size_t(s.K) * s.N, 2);
             DeviceVector<float> dA(A), dB(B), dC(std::size_t(s.M) * s.N);
             dC.fill_bytes(0xff);  // NaN: an element never written stays wrong
             gl::cuda::cpu::reset_memory_counters();
@@ -188,9 +189,9 @@ const Traffic& counted(bool reference, int version, const GemmShape& s) {
     t.wrong = error;
     if (error.empty()) {
         t.counts = from_numbers(numbers);
-        const auto A = gl::test::random_matrix(std::size_t(s.M) * s.K, 1);
-        const auto B = gl::test::random_matrix(std::size_t(s.K) * s.N, 2);
-        t.wrong = C.size() == std::size_t(s.M) * s.N ? gl::test::mismatches(s, C, gl::test::reference_gemm(s, A, B))
+        const auto A = gl::testkit::random_floats(std::size_t(s.M) * s.K, 1);
+        const auto B = gl::testkit::random_floats(std::size_t(s.K) * s.N, 2);
+        t.wrong = C.size() == std::size_t(s.M) * s.N ? gl::testkit::mismatches(s, C, gl::testkit::reference_gemm(s, A, B))
                                                      : "C has the wrong size";
     }
     return cache.emplace(key, t).first->second;
@@ -216,11 +217,11 @@ std::string describe(const MemoryCounters& c) {
 void expect_traffic_within(int version, const GemmShape& s, double limit, const char* what,
                            std::uint64_t (*measure)(const MemoryCounters&)) {
     const Traffic& mine = counted(false, version, s);
-    ASSERT_EQ(mine.wrong, "") << "your kernel must be right before its traffic counts (" << gl::test::shape_name(s) << ")";
+    ASSERT_EQ(mine.wrong, "") << "your kernel must be right before its traffic counts (" << gl::testkit::shape_name(s) << ")";
     const Traffic& ref = counted(true, version, s);
     ASSERT_EQ(ref.wrong, "") << "the reference kernel failed: tell the course staff";
     const double ratio = double(measure(mine.counts)) / double(measure(ref.counts));
-    EXPECT_LE(ratio, limit) << "on " << gl::test::shape_name(s) << " your kernel's " << what << ": "
+    EXPECT_LE(ratio, limit) << "on " << gl::testkit::shape_name(s) << " your kernel's " << what << ": "
                             << measure(mine.counts) << ", the reference's: " << measure(ref.counts) << ", ratio "
                             << ratio << " (full points at <= " << limit << ")\n  yours:     " << describe(mine.counts)
                             << "\n  reference: " << describe(ref.counts);

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "amp/autocast.hpp"
+#include "ops/autocast.hpp"
 #include "amp/loss_scaler.hpp"
 #include "amp/master_weights.hpp"
 #include "nn/module.hpp"

@@ -21,7 +21,7 @@ TEST(Elementwise, ExpApproxIsWithinAFewUlpOfExpOverTheWholeRange) {
     EXPECT_EQ(kernels::exp_approx(-88.0f), 0.0f);
 }
 
-TEST(Elementwise, SoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
+TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
     Rng rng(3);
     const int before = get_num_threads();
     for (int threads : {1, 2})
@@ -31,18 +31,18 @@ TEST(Elementwise, SoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
                 std::vector<float> x(static_cast<std::size_t>(rows * cols)), y(x.size());
                 for (auto& v : x) v = static_cast<float>(-30.0 + 60.0 * rng.uniform());
                 x[0] = 80.0f;  // a large logit: exp without subtracting the max would overflow
-                kernels::softmax_rows(x.data(), y.data(), rows, cols);
+                kernels::log_softmax_rows(x.data(), y.data(), rows, cols);
                 for (std::int64_t r = 0; r < rows; ++r) {
                     const float* in = x.data() + r * cols;
                     double m = in[0], total = 0.0;
                     for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(in[c]));
                     for (std::int64_t c = 0; c < cols; ++c) total += std::exp(in[c] - m);
                     for (std::int64_t c = 0; c < cols; ++c) {
-                        const double want = std::exp(in[c] - m) / total;
-                        // x - max is rounded to float first: an error of |x - max| * 2^-24
-                        // in the exponent is a relative error of that size in the result.
-                        // exp below about e^-87.6 (under the smallest normal float) is zero.
-                        const double tolerance = want * (1e-6 + 1.2e-7 * std::abs(in[c] - m)) + std::exp(-87.0);
+                        const double want = (in[c] - m) - std::log(total);
+                        // (x - max) - log(total) in float: x - max and the result each carry
+                        // a rounding of 2^-24 of their size, and log(total) exp_approx's few
+                        // ulp of relative error (absolute: about 1e-6).
+                        const double tolerance = 1.2e-7 * (std::abs(in[c] - m) + std::abs(want)) + 2e-6;
                         ASSERT_NEAR(y[static_cast<std::size_t>(r * cols + c)], want, tolerance)
                             << rows << " x " << cols << ", row " << r << ", column " << c << ", " << threads
                             << " threads";

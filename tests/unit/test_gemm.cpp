@@ -12,71 +12,22 @@
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
 #include "ops/ops.hpp"
+#include "testkit/gemm_problems.hpp"
+#include "testkit/random.hpp"
 
 namespace gl {
 namespace {
 
 using kernels::GemmArgs;
 
-struct Problem {
-    std::int64_t M, N, K;
-    bool ta, tb;
-    std::int64_t pad = 0;  // extra elements per stored row (lda, ldb, ldc larger than needed)
-};
-
-std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<float> v(n);
-    for (auto& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-    return v;
-}
-
-std::vector<float> run(const kernels::GemmKernel& k, const Problem& p, const std::vector<float>& A,
-                       const std::vector<float>& B) {
-    // Leading dimensions are at least 1, as BLAS requires, even for empty matrices.
-    const std::int64_t ldc = std::max<std::int64_t>(p.N + p.pad, 1);
-    std::vector<float> C(static_cast<std::size_t>(p.M * ldc), -7.0f);  // garbage: kernels overwrite
-    const auto g = kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data(), p.pad);
-    k.sgemm(g);
-    // Keep only the M x N result; the padding must be untouched.
-    std::vector<float> out;
-    for (std::int64_t i = 0; i < p.M; ++i) {
-        for (std::int64_t j = 0; j < p.N; ++j) out.push_back(C[static_cast<std::size_t>(i * ldc + j)]);
-        for (std::int64_t j = p.N; j < ldc; ++j)
-            if (C[static_cast<std::size_t>(i * ldc + j)] != -7.0f) ADD_FAILURE() << k.name << " wrote outside C";
-    }
-    return out;
-}
+using testkit::GemmProblem;
+using testkit::random_floats;
+using testkit::run_gemm;
 
 class EveryKernel : public ::testing::TestWithParam<std::string> {};
 
-// Shapes smaller than, equal to and not multiples of every block and micro-tile, all four
-// transposes, strided operands, and the empty cases.
-std::vector<Problem> odd_problems() {
-    std::vector<Problem> ps{{1, 1, 1, false, false},    {17, 33, 9, false, false},  {64, 10, 128, false, true},
-                            {31, 7, 65, true, false},   {5, 129, 3, true, true},    {100, 75, 130, false, false},
-                            {13, 37, 300, false, true, 3}, {37, 70, 260, true, false, 5}, {3, 5, 0, false, false},
-                            {0, 4, 3, false, false},   {4, 0, 3, true, true}};
-    for (bool ta : {false, true})
-        for (bool tb : {false, true}) ps.push_back({203, 97, 517, ta, tb, 1});  // crosses MC and KC blocks
-    return ps;
-}
-
 void expect_matches_naive(const kernels::GemmKernel& kernel, const std::string& label) {
-    const auto& naive = kernels::find_gemm("naive");
-    for (const Problem& p : odd_problems()) {
-        const std::int64_t lda = std::max<std::int64_t>((p.ta ? p.M : p.K) + p.pad, 1);
-        const std::int64_t ldb = std::max<std::int64_t>((p.tb ? p.K : p.N) + p.pad, 1);
-        const auto A = random_vector(static_cast<std::size_t>((p.ta ? p.K : p.M) * lda), 1);
-        const auto B = random_vector(static_cast<std::size_t>((p.tb ? p.N : p.K) * ldb), 2);
-        const auto expected = run(naive, p, A, B);
-        const auto got = run(kernel, p, A, B);
-        ASSERT_EQ(got.size(), expected.size());
-        for (std::size_t i = 0; i < got.size(); ++i)
-            ASSERT_NEAR(got[i], expected[i], 1e-4 * std::sqrt(static_cast<double>(p.K)))
-                << label << " M=" << p.M << " N=" << p.N << " K=" << p.K << " ta=" << p.ta << " tb=" << p.tb
-                << " pad=" << p.pad << " at " << i;
-    }
+    EXPECT_EQ(testkit::mismatches_with_naive(kernel, label), "");
 }
 
 TEST_P(EveryKernel, MatchesNaiveOnOddShapesAndTransposes) {
@@ -136,15 +87,15 @@ TEST(GemmDispatch, PortableIsAlwaysThereAndUnsupportedIsasAreRefused) {
 
 TEST(GemmThreaded, SameBitsForAnyThreadCount) {
     // Each element of C is summed in the same order whichever stripe computes it.
-    const Problem p{301, 257, 300, false, true};
-    const auto A = random_vector(static_cast<std::size_t>(p.M * p.K), 3);
-    const auto B = random_vector(static_cast<std::size_t>(p.K * p.N), 4);
+    const GemmProblem p{301, 257, 300, false, true};
+    const auto A = random_floats(static_cast<std::size_t>(p.M * p.K), 3);
+    const auto B = random_floats(static_cast<std::size_t>(p.K * p.N), 4);
     const int before = get_num_threads();
     set_num_threads(1);
-    const auto one = run(kernels::find_gemm("threaded"), p, A, B);
+    const auto one = run_gemm(kernels::find_gemm("threaded"), p, A, B);
     for (int n : {2, 3, 8}) {
         set_num_threads(n);
-        EXPECT_EQ(run(kernels::find_gemm("threaded"), p, A, B), one) << n << " threads";
+        EXPECT_EQ(run_gemm(kernels::find_gemm("threaded"), p, A, B), one) << n << " threads";
     }
     set_num_threads(before);
 }

@@ -15,19 +15,12 @@
 #include "kernels/gemm_lowp.hpp"
 #include "numerics/convert.hpp"
 #include "ops/ops.hpp"
+#include "testkit/random.hpp"
 
 namespace gl::kernels {
 namespace {
 
-std::vector<std::uint16_t> random_16bit(DType dtype, std::size_t n, std::uint32_t seed) {
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> f(n);
-    for (auto& v : f) v = dist(gen);
-    std::vector<std::uint16_t> out(n);
-    numerics::from_float(dtype, f.data(), out.data(), n);
-    return out;
-}
+using testkit::random_16bit;
 
 struct Problem {
     std::int64_t M, N, K;

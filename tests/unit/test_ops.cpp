@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "autograd/gradcheck.hpp"
-#include "autograd/op_cases.hpp"
+#include "ops/op_cases.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {

@@ -1,6 +1,6 @@
 /// @file
 /// @brief Element-wise and row-wise float32 kernels of the training step, written to run
-/// at memory bandwidth: relu, add, axpy, the SGD and Adam updates, row softmax.
+/// at memory bandwidth: relu, add, axpy, the SGD and Adam updates, row log-softmax.
 ///
 /// Owns: the loops over contiguous float arrays. Each loop is one pass over memory with
 /// no branch in its body, so the compiler vectorizes it; the functions are compiled for
@@ -15,8 +15,6 @@ namespace gl::kernels {
 
 /// y[i] = max(x[i], 0).
 void relu(const float* x, float* y, std::int64_t n);
-/// dx[i] = y[i] > 0 ? g[i] : 0, where y is relu's output.
-void relu_backward(const float* g, const float* y, float* dx, std::int64_t n);
 /// out[i] = a[i] + b[i].
 void add(const float* a, const float* b, float* out, std::int64_t n);
 /// out[r, c] = a[r, c] + row[c] for a [rows, cols] array (adding a bias to every row).
@@ -44,8 +42,9 @@ struct AdamStep {
 /// p -= step_size * m / (sqrt(v) * inv_sqrt_c2 + eps).
 void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s);
 
-/// Row-wise softmax of a [rows, cols] array: y = exp(x - max) / sum(exp(x - max)).
-void softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+/// Row-wise log-softmax of a [rows, cols] array: y = (x - max) - log(sum(exp(x - max))),
+/// the forward of the training loss (ops/loss.cpp: log_softmax, cross_entropy).
+void log_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols);
 
 /// exp(x) to about 2 ulp for x in float range, written so that loops over it vectorize
 /// (range reduction to 2^n * e^r, |r| <= ln2/2, and a degree-6 polynomial for e^r).

@@ -5,8 +5,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "autograd/accumulate.hpp"
 #include "autograd/grad_mode.hpp"
-#include "ops/ops.hpp"
 
 namespace gl {
 
@@ -39,10 +39,15 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
 
     // LAB 01 BEGIN: the reverse-topological backward walk
     // Each node runs once, after every node that feeds it a gradient has run. Gradients
-    // that reach the same node along several paths are summed before it runs.
+    // that reach the same node along several paths are summed (add_gradients, from
+    // autograd/accumulate.hpp) before it runs.
     // TODO(lab 01): write this part (see labs/01-autograd/README.md).
     throw gl::NotImplemented("01", "the reverse-topological backward walk");
     // LAB 01 END
 }
+
+// Tensor's entry point into the graph: declared with the tensor, defined here so that the
+// tensor layer stays below autograd.
+void Tensor::backward(const Tensor& gradient) const { run_backward(*this, gradient); }
 
 }  // namespace gl

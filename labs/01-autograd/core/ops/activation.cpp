@@ -2,7 +2,7 @@
 // ReLU: max(x, 0). Its derivative is 1 where the input was positive and 0 elsewhere, so
 // the backward only needs to know where the input was positive.
 #include "autograd/node.hpp"
-#include "kernels/cpu/broadcast.hpp"
+#include "ops/broadcast.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "ops/ops.hpp"
 
@@ -30,7 +30,7 @@ Tensor relu(const Tensor& a) {
         kernels::relu(a.data<float>(), out.data<float>(), a.numel());
     } else {
         out = dispatch_floating(a.dtype(), "relu", [&]<class T>() {
-            return kernels::unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
+            return unary_map<T>(a, [](T x) { return x > T(0) ? x : T(0); });
         });
     }
     if (should_record({a})) {

@@ -6,8 +6,10 @@
 // Cross-entropy fuses log-softmax with picking the target's log-probability; its
 // gradient is the famous softmax(x) - onehot(target), divided by the batch size.
 #include <cmath>
+#include <type_traits>
 
 #include "autograd/node.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -16,6 +18,10 @@ namespace {
 /// Row-wise log-softmax of a contiguous [rows, cols] array (the shared forward).
 template <class T>
 void log_softmax_rows(const T* x, T* out, std::int64_t rows, std::int64_t cols) {
+    if constexpr (std::is_same_v<T, float>) {
+        kernels::log_softmax_rows(x, out, rows, cols);  // the tuned kernel (claim MEM-1 times it)
+        return;
+    }
     for (std::int64_t r = 0; r < rows; ++r) {
         const T* in = x + r * cols;
         T* o = out + r * cols;

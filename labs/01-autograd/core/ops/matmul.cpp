@@ -5,7 +5,7 @@
 //   dL/dA = dL/dC B^T   ([M, N] x [N, K])
 //   dL/dB = A^T dL/dC   ([K, M] x [M, N])
 // so a training step spends three GEMMs per linear layer.
-#include "amp/autocast.hpp"
+#include "ops/autocast.hpp"
 #include "autograd/node.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_lowp.hpp"
@@ -85,7 +85,7 @@ void run_lowp_gemm(const Operand& A, const Operand& B, const Tensor& out) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-    // Autocast (amp/autocast.hpp): a float32 operand means this is the model's forward;
+    // Autocast (ops/autocast.hpp): a float32 operand means this is the model's forward;
     // run the product in the autocast type and hand float32 on to the next op.
     const auto low = amp::autocast_dtype();
     if (low && (a.dtype() == DType::Float32 || b.dtype() == DType::Float32)) {

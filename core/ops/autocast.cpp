@@ -1,4 +1,4 @@
-#include "amp/autocast.hpp"
+#include "ops/autocast.hpp"
 
 #include "base/error.hpp"
 

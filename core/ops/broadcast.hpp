@@ -1,13 +1,15 @@
 /// @file
-/// @brief Element-wise kernels over two tensors with NumPy broadcasting.
+/// @brief Element-wise loops over whole tensors with NumPy broadcasting.
 ///
-/// Owns: the broadcasting rules and the loops that apply them. Knows nothing about
-/// autograd: ops/ wraps these kernels in differentiable functions.
+/// Owns: the broadcasting rules and the loops that apply them to tensors of any shape
+/// and strides. They live with the ops, not in kernels/, because they walk tensors
+/// (kernels/ sees only pointers and counts); the differentiable functions in this
+/// folder call them, and they record nothing for autograd themselves.
 #pragma once
 
 #include "tensor/tensor.hpp"
 
-namespace gl::kernels {
+namespace gl {
 
 /// The shape two operands broadcast to (NumPy rules: align from the right; each pair of
 /// extents must be equal or one of them 1). Throws a clear error otherwise.
@@ -94,4 +96,4 @@ Tensor sum_dims(const Tensor& t, const std::vector<bool>& reduce);
 /// A contiguous copy of @p t broadcast to @p shape.
 Tensor broadcast_copy(const Tensor& t, const Shape& shape);
 
-}  // namespace gl::kernels
+}  // namespace gl

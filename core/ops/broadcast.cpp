@@ -1,9 +1,12 @@
-#include "kernels/cpu/broadcast.hpp"
+#include "ops/broadcast.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
-namespace gl::kernels {
+#include "kernels/cpu/elementwise.hpp"
+
+namespace gl {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
     const std::size_t rank = std::max(a.size(), b.size());
@@ -50,8 +53,12 @@ Tensor sum_dims(const Tensor& t, const std::vector<bool>& reduce) {
             const std::int64_t cols = static_cast<std::int64_t>(acc.size());
             const std::int64_t rows = cols == 0 ? 0 : t.numel() / cols;
             const T* src = t.data<T>();
-            for (std::int64_t r = 0; r < rows; ++r)
-                for (std::int64_t c = 0; c < cols; ++c) acc[static_cast<std::size_t>(c)] += src[r * cols + c];
+            if constexpr (std::is_same_v<T, float>) {
+                kernels::sum_rows(src, acc.data(), rows, cols);  // the vectorized loop of kernels/
+            } else {
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < cols; ++c) acc[static_cast<std::size_t>(c)] += src[r * cols + c];
+            }
             Tensor out = empty(out_shape, t.dtype());
             T* dst = out.data<T>();
             for (std::size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i]);
@@ -88,4 +95,4 @@ Tensor broadcast_copy(const Tensor& t, const Shape& shape) {
     return view.clone();
 }
 
-}  // namespace gl::kernels
+}  // namespace gl

@@ -1,4 +1,4 @@
-#include "autograd/op_cases.hpp"
+#include "ops/op_cases.hpp"
 
 #include "base/rng.hpp"
 #include "ops/ops.hpp"

@@ -6,6 +6,10 @@
 /// (softmax, reductions, losses, the optimizer) runs in float32. Only matmul reads this
 /// setting, and only in the forward direction: a matmul whose operands are both 16-bit
 /// already (as in the backward pass) runs as it is.
+///
+/// The setting lives with the ops that read it (as torch.autocast's lives in ATen's
+/// dispatcher), below amp/; its names stay in gl::amp, with the loss scaler and the
+/// master weights that make up mixed-precision training.
 #pragma once
 
 #include <optional>
