@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "../../bench/claims/claims.hpp"
+#include "build_info.hpp"
 #include "base/error.hpp"
 #include "data/mnist.hpp"
 #include "dist/mpi_comm.hpp"
@@ -266,6 +269,16 @@ void check_writable_folder(const std::string& dir) {
                                     std::strerror(errno)));
 }
 
+// The time now, UTC, as 2026-12-01T01:36:48Z.
+std::string utc_now() {
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
 int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::string>& only, const std::string& data,
                std::uint64_t seed) {
     // Before the experiments, not after minutes of them.
@@ -278,8 +291,14 @@ int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::st
     ctx.data_dir = data;
     ctx.seed = seed;
     ctx.log = &std::cerr;
-    const std::string machine = machine_summary();
-    fmt::print("gradlab claims report{}\nmachine: {}\n", quick ? " (quick)" : "", machine);
+    gl::claims::RunInfo info;
+    info.machine = machine_summary();
+    info.commit = GRADLAB_COMMIT;
+    info.build_type = GRADLAB_BUILD_TYPE;
+    info.date = utc_now();
+    info.quick = quick;
+    fmt::print("gradlab claims report{}\nmachine: {}\ncommit: {} ({} build), {}\n", quick ? " (quick)" : "",
+               info.machine, info.commit, info.build_type, info.date);
     std::fflush(stdout);
     const auto results = gl::claims::run_claims(ctx, only);
     gl::claims::print_table(results, std::cout);
@@ -287,8 +306,8 @@ int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::st
     const auto md_path = std::filesystem::path(out_dir) / "claims.md";
     const auto json_path = std::filesystem::path(out_dir) / "claims.json";
     {
-        std::ofstream(md_path.string() + ".tmp") << gl::claims::to_markdown(results, machine);
-        std::ofstream(json_path.string() + ".tmp") << gl::claims::to_json(results, machine).dump(2) << "\n";
+        std::ofstream(md_path.string() + ".tmp") << gl::claims::to_markdown(results, info);
+        std::ofstream(json_path.string() + ".tmp") << gl::claims::to_json(results, info).dump(2) << "\n";
     }
     std::filesystem::rename(md_path.string() + ".tmp", md_path);
     std::filesystem::rename(json_path.string() + ".tmp", json_path);

@@ -1,0 +1,57 @@
+// oneDNN as a GEMM peer (dnnl_sgemm): Intel's deep-learning library, whose GEMM is
+// generated at run time (JIT) for the exact CPU, so the teaching kernels can be measured
+// against it in the same run. Registered only when the build found oneDNN (libdnnl-dev).
+#include "kernels/cpu/peers/peers.hpp"
+
+#if GRADLAB_HAVE_ONEDNN
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <dnnl.h>
+
+#include "base/error.hpp"
+#include "parallel/thread_pool.hpp"
+#endif
+
+namespace gl::kernels {
+
+#if GRADLAB_HAVE_ONEDNN
+namespace {
+
+// Debian's oneDNN runs on OpenMP threads. Set their number to gl::get_num_threads()
+// through the OpenMP runtime oneDNN already loaded (looked up by name, so gradlab itself
+// needs no OpenMP).
+void sync_threads() {
+    using SetFn = void (*)(int);
+    static const SetFn set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    thread_local int last = -1;
+    const int n = get_num_threads();
+    if (set && n != last) set(n);
+    last = n;
+}
+
+void sgemm_onednn(const GemmArgs<float>& g) {
+    if (g.M == 0 || g.N == 0) return;  // oneDNN refuses empty matrices as invalid arguments
+    if (g.K == 0) {
+        for (std::int64_t i = 0; i < g.M; ++i) std::fill(g.C + i * g.ldc, g.C + i * g.ldc + g.N, 0.0f);
+        return;
+    }
+    const UnpinnedScope unpinned;  // oneDNN's OpenMP threads must not inherit our pinned caller's one CPU
+    sync_threads();
+    // dnnl_sgemm is row-major, like GemmArgs.
+    const dnnl_status_t s = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.M, g.N, g.K, 1.0f, g.A,
+                                       g.lda, g.B, g.ldb, 0.0f, g.C, g.ldc);
+    check(s == dnnl_success, "gemm onednn: dnnl_sgemm failed with status " + std::to_string(static_cast<int>(s)));
+}
+
+}  // namespace
+
+std::optional<GemmKernel> gemm_onednn_kernel() {
+    return GemmKernel{"onednn", "oneDNN dnnl_sgemm, JIT-generated for this CPU (peer library)", &sgemm_onednn,
+                      nullptr};
+}
+#else
+std::optional<GemmKernel> gemm_onednn_kernel() { return std::nullopt; }
+#endif
+
+}  // namespace gl::kernels
