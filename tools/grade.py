@@ -43,9 +43,7 @@ import json
 import math
 import os
 import re
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -58,6 +56,8 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # importing handout must not leave files in the repository
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handout  # noqa: E402  (the LAB region parser: maps "not implemented: what" to a file)
+import graded_run  # noqa: E402  (an item: the student's build computes, the trusted build checks)
+import sandbox  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WORK_MARKER = ".gradlab-grade-work"  # marks a folder this tool made, safe to clear and reuse
@@ -343,6 +343,31 @@ def shorten_paths(text: str, work: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# The trusted build: the pristine repository, whose test programs check the recorded results
+
+
+def trusted_build(requested: Path | None, rubric: Rubric, jobs: int) -> Path:
+    """The trusted build folder (--trusted-build, or a cached release build of this
+    repository, made once and updated): its checker and lab_reference are built here."""
+    build_dir = requested.resolve() if requested else \
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gradlab" / "trusted-build"
+    if not (build_dir / "meson-private").is_dir():
+        if requested:
+            raise SetupError(f"--trusted-build {requested}: not a meson build folder")
+        done = subprocess.run(["meson", "setup", str(build_dir), str(REPO), "-Dbuildtype=release"],
+                              env=build_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace")
+        if done.returncode != 0:
+            raise SetupError(f"configuring the trusted build failed:\n{tail(done.stdout, 30)}")
+    targets = [f"tests/{rubric.test_target}", "tests/lab_reference"]
+    done = subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets], env=build_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    if done.returncode != 0:
+        raise SetupError(f"building the trusted checker failed:\n{tail(done.stdout, 30)}")
+    return build_dir
+
+
+# ---------------------------------------------------------------------------------------
 # Running the tests
 
 
@@ -365,44 +390,29 @@ class Outcome:
         return self.item.points if self.passed else 0.0
 
 
-def limit_resources(memory_mb: int):
-    """A preexec_fn: caps the child's address space and disables core dumps.
+@dataclass
+class Programs:
+    """The programs an item runs: the student's build (as the sandbox sees it) and the
+    trusted build's checker."""
 
-    RLIMIT_AS counts reserved address space, not only memory in use. The CUDA driver
-    reserves far more address space than a GPU has memory, so a test that initialises
-    CUDA on a GPU machine would fail under this cap; a lab whose graded tests use the
-    GPU needs RLIMIT_DATA (which skips PROT_NONE reservations) or a cgroup instead."""
-    def apply() -> None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+    student: Path  # the student's test program, its path inside the sandbox
+    mounts: list  # read-only sandbox mounts that make the student's build visible
+    lab_student: Path | None  # the student build's lab_student (inside), for timed items
+    checker: Path  # the trusted build's test program
 
 
-def run_item(binary: Path, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
+def run_item(programs: Programs, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
              work: Path, lab: str) -> Outcome:
-    """Runs one rubric item's tests in their own process group and judges the result."""
+    """Runs one rubric item (the student's build computes in the sandbox, the trusted
+    checker decides: tools/graded_run.py) and judges the result."""
     run_dir.mkdir(parents=True)
-    report, log_path = run_dir / "gtest.json", run_dir / "output.txt"
-    command = [str(binary), f"--gtest_filter={item.name}", f"--gtest_output=json:{report}",
-               "--gtest_color=no"]
-    start = time.monotonic()
-    with open(log_path, "wb") as log:
-        child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                 preexec_fn=limit_resources(memory_mb))
-        try:
-            returncode = child.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)  # the test and anything it started
-            returncode = child.wait()
-            timed_out = True
-    seconds = time.monotonic() - start
-    output = shorten_paths(log_path.read_text(encoding="utf-8", errors="replace"), work)
-    outcome = judge(item, output, read_report(report, work), returncode, timed_out, timeout_s,
-                    memory_mb, lab)
-    outcome.seconds = seconds
+    run = graded_run.run_item(
+        student_program=programs.student, student_mounts=programs.mounts,
+        lab_student=programs.lab_student, checker=programs.checker, gtest_filter=item.name,
+        timeout_s=timeout_s, limits=sandbox.Limits(memory_mb=memory_mb, wall_s=timeout_s),
+        run_dir=run_dir)
+    outcome = judge(item, run, timeout_s, memory_mb, lab, work)
+    outcome.seconds = run.seconds
     return outcome
 
 
@@ -424,49 +434,43 @@ def not_implemented(text: str, lab: str) -> list[str]:
     return list(dict.fromkeys(what.strip() for what in found))
 
 
-def read_report(report: Path, work: Path) -> list[dict] | None:
-    """The tests GoogleTest reported (one dict per test, failure messages with short
-    paths), or None without a usable report."""
-    try:
-        data = json.loads(report.read_text(encoding="utf-8", errors="replace"))
-        tests = [dict(test, suite=suite["name"]) for suite in data.get("testsuites", [])
-                 for test in suite.get("testsuite", [])]
-        for test in tests:
-            test["failures"] = [shorten_paths(f["failure"], work) for f in test.get("failures", [])]
-        return tests
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, timed_out: bool,
-          timeout_s: float, memory_mb: int, lab: str) -> Outcome:
-    """Turns a finished (or killed) test run into a status and a message a student can act on."""
-    missing = not_implemented(output, lab)
-    if timed_out:
+def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int, lab: str,
+          work: Path) -> Outcome:
+    """Turns an item's two runs into a status and a message a student can act on. How the
+    student's run ended (a timeout, a crash, running out of memory) is reported from it;
+    whether the tests passed comes only from the trusted checker's report."""
+    compute = run.compute
+    output = shorten_paths(run.compute_output, work)
+    check_output = shorten_paths(run.check_output, work)
+    tests = run.tests
+    for test in tests or []:
+        test["failures"] = [shorten_paths(f, work) for f in test["failures"]]
+    missing = not_implemented(output + "\n" + check_output, lab)
+    if compute.timed_out:
         return Outcome(item, "timed out", f"timed out after {timeout_s:g} s{running_test(output)} "
                                           f"(an infinite loop or a deadlock?)")
-    if returncode != 0 and "bad_alloc" in output:
-        where = running_test(output) or "".join(
-            f" in {t['suite']}.{t['name']}" for t in tests or [] if t.get("failures"))
+    if compute.output_truncated:
+        return Outcome(item, "too much output", f"your program wrote more output than the grader "
+                                                f"reads{running_test(output)} (printing in a loop?)")
+    if compute.returncode != 0 and "bad_alloc" in output:
         return Outcome(item, "out of memory",
-                       f"ran out of memory (limit {memory_mb} MiB){where}: does the code "
-                       f"allocate far more than the tensors need, or grow without end?")
-    if missing and (returncode < 0 or tests is None):  # thrown outside a test body
+                       f"ran out of memory (limit {memory_mb} MiB){running_test(output)}: does the "
+                       f"code allocate far more than the tensors need, or grow without end?")
+    if missing and (compute.returncode < 0 or tests is None):  # thrown outside a test body
         return Outcome(item, "not implemented",
-                       failure_message([], missing, output, returncode, lab))
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        hint = SIGNAL_HINTS.get(name, "")
-        message = f"crashed with signal {name}{running_test(output)}"
+                       failure_message([], missing, output, compute.returncode, lab))
+    if compute.signal:
+        hint = SIGNAL_HINTS.get(compute.signal, "")
+        message = f"crashed with signal {compute.signal}{running_test(output)}"
         message += f" ({hint})" if hint else ""
         return Outcome(item, "crashed", f"{message}\nlast output:\n{tail(output, 15)}")
-    if tests is None:
-        return Outcome(item, "crashed", f"the test program exited with status {returncode} "
-                                        f"before reporting its results{running_test(output)}"
-                                        f"\nlast output:\n{tail(output, 15)}")
+    if tests is None or run.check_timed_out:
+        return Outcome(item, "not checked",
+                       "the grader's checker could not judge your results (it "
+                       + ("timed out" if run.check_timed_out else f"exited with status {run.check_returncode}")
+                       + f"); tell the course staff\nits last output:\n{tail(check_output, 15)}"
+                       + (f"\nyour program's last output:\n{tail(output, 10)}" if output.strip() else ""))
+    returncode = run.check_returncode
     ran = [t for t in tests if t.get("status") == "RUN"]
     failed = [t for t in ran if t.get("failures")]
     skipped = [t for t in ran if t.get("result") == "SKIPPED"]
@@ -474,10 +478,14 @@ def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, ti
         return Outcome(item, "no tests", f"no test matches {item.name!r}: a rubric error, "
                                          f"please tell the course staff")
     if failed or returncode != 0:
-        return Outcome(item, "not implemented" if missing else "failed",
-                       failure_message(failed, missing, output, returncode, lab))
+        message = failure_message(failed, missing, check_output, returncode, lab)
+        if compute.returncode != 0 and not failed:
+            message += f"\nyour program exited with status {compute.returncode}{running_test(output)}"
+        if run.record_problem:
+            message += f"\n{run.record_problem}"
+        return Outcome(item, "not implemented" if missing else "failed", message)
     if skipped:
-        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(output, t)}" for t in skipped)
+        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(check_output, t)}" for t in skipped)
         return Outcome(item, "skipped", f"skipped, so not graded here: {reasons}")
     # A test may earn part of its item's points (performance graded as a ratio to the
     # reference) by recording the property score_fraction in [0, 1], and say why in
@@ -678,7 +686,11 @@ def grade(args: argparse.Namespace) -> int:
         print(f"building tests/{rubric.test_target} ...", flush=True)
         built = build(work, lab, rubric, args.jobs)
         if built.ok:
-            outcomes = run_items(built.binary, lab, rubric, work, args)
+            checker = trusted_build(args.trusted_build, rubric, args.jobs) / "tests" / rubric.test_target
+            lab_student = built.binary.parent / "lab_student"
+            programs = Programs(built.binary, [work / "build"],
+                                lab_student if lab_student.is_file() else None, checker)
+            outcomes = run_items(programs, lab, rubric, work, args)
         else:
             print(f"the build failed:\n{built.errors}")
             message = f"did not compile:\n{built.errors}"
@@ -699,14 +711,14 @@ def grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_items(binary: Path, lab: Lab, rubric: Rubric, work: Path,
+def run_items(programs: Programs, lab: Lab, rubric: Rubric, work: Path,
               args: argparse.Namespace) -> list[Outcome]:
     """Runs the rubric items, --jobs at a time, and returns their outcomes in rubric order.
     Exclusive (timed) items run afterwards, one at a time with nothing beside them: a
     performance grade must not depend on what else the grader happened to run."""
     def one(index: int, item: Item) -> Outcome:
         timeout = args.timeout if args.timeout else item.timeout_s
-        outcome = run_item(binary, item, timeout, rubric.memory_limit_mb,
+        outcome = run_item(programs, item, timeout, rubric.memory_limit_mb,
                            work / "runs" / f"{index:02d}", work, lab.number)
         with print_lock:  # one whole line at a time from the worker threads
             print(f"  {item.title}: {outcome.status} ({outcome.seconds:.1f} s)", flush=True)
@@ -745,6 +757,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2,
                         help="parallel compile jobs and parallel rubric items (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--trusted-build", type=Path, metavar="DIR",
+                        help="a meson build of this repository whose test programs check the "
+                             "student's recorded results (default: a cached build, made once)")
     parser.add_argument("--timeout", type=float, metavar="S",
                         help="time limit in seconds for every item, instead of the rubric's "
                              "(for quick self-checks)")
