@@ -118,10 +118,11 @@ def read_report(report: Path) -> list[dict] | None:
 
 def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
              lab_student: Path | None, checker: Path, gtest_filter: str, timeout_s: float,
-             limits: sandbox.Limits, run_dir: Path) -> ItemRun:
+             limits: sandbox.Limits, run_dir: Path, env: dict[str, str] | None = None) -> ItemRun:
     """Computes the item's tests with the student's build in the sandbox, then checks the
     recorded results with the trusted checker. `student_program` and `lab_student` are
-    paths inside the sandbox (where `student_mounts` put the student's build)."""
+    paths inside the sandbox (where `student_mounts` put the student's build); `env`: more
+    variables for the student's run (e.g. ASAN_OPTIONS for a sanitized build)."""
     start = time.monotonic()
     compute_dir, check_dir = run_dir / "compute", run_dir / "check"
     compute_dir.mkdir(parents=True)
@@ -134,7 +135,7 @@ def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
                               processes=limits.processes, output_bytes=limits.output_bytes,
                               wall_s=timeout_s, file_mb=limits.file_mb),
         log_path=compute_log, cwd=INSIDE_RUN,
-        env={"GRADLAB_GRADED_RECORD": str(INSIDE_RUN / RECORD_NAME)})
+        env={**(env or {}), "GRADLAB_GRADED_RECORD": str(INSIDE_RUN / RECORD_NAME)})
     compute_output = compute_log.read_text(encoding="utf-8", errors="replace")
 
     record = check_dir / RECORD_NAME

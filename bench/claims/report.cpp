@@ -142,12 +142,13 @@ std::string summary_line(const std::vector<Result>& results) {
 
 namespace {
 
-// "reproduced", or "reproduced, under load 3.2 > 2 cores" for a verdict taken under load.
+// "reproduced", or "reproduced, under load 3.2 > 2 cores, in both runs" for a verdict
+// taken under load (after the one re-measurement).
 std::string verdict_label(const Result& r) {
     std::string label = to_string(r.verdict);
     if (r.under_load)
         label += ", under load " + fixed(std::max(*r.load_before, *r.load_after), 1) + " > " +
-                 std::to_string(machine_cores()) + " cores" + (r.remeasured ? " twice" : "");
+                 std::to_string(machine_cores()) + " cores" + (r.remeasured ? ", in both runs" : "");
     return label;
 }
 

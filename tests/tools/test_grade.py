@@ -45,7 +45,7 @@ FAKE_GTEST = textwrap.dedent("""\
             print(f"[       OK ] Fake.{case} (0 ms)")
             finish(report)
         if recorded == "fail":
-            finish(report, failures=[os.environ["FAKE_WORK"] + "/student/core/ops/x.cpp:3\\nExpected 1, got 2"], code=1)
+            finish(report, failures=[os.environ["FAKE_WORK"] + "/src/core/ops/x.cpp:3\\nExpected 1, got 2"], code=1)
         if recorded == "notimpl":
             message = 'C++ exception with description "lab 01: not implemented: matmul backward" thrown'
             print(message)
