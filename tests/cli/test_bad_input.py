@@ -102,6 +102,8 @@ class BadInput(unittest.TestCase):
     def test_combinations_that_cannot_work(self):
         self.fails(["train", "--backend", "nccl"], "nccl backend", "use --backend threads or mpi")
         self.fails(["train", "--workers", "2", "--batch-size", "63"], "--batch-size 63 is not a multiple of --workers 2")
+        self.fails(["train", "--workers", "4", "--parallel", "dp", "--batch-size", "2"],
+                   "--batch-size 2 is smaller than --workers 4")
         self.fails(["train", "--workers", "2", "--precision", "fp16"], "--precision and --memory are for one worker")
 
     def test_unknown_gemm_kernel(self):

@@ -167,7 +167,13 @@ void check_train_args(const TrainArgs& a) {
     if (parallel && (a.precision != "fp32" || a.memory))
         throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
                         "without memory accounting");
-    if (a.backend == "threads" && a.parallel == "ddp" && a.batch_size % static_cast<std::size_t>(a.workers) != 0)
+    if (a.backend != "threads") return;  // under MPI the workers are the processes, known later
+    const auto workers = static_cast<std::size_t>(a.workers);
+    if (a.batch_size < workers)
+        throw gl::Error(fmt::format("--batch-size {} is smaller than --workers {}; each worker needs at least one "
+                                    "example of every batch",
+                                    a.batch_size, a.workers));
+    if (a.parallel == "ddp" && a.batch_size % workers != 0)
         throw gl::Error(fmt::format("--batch-size {} is not a multiple of --workers {}; DDP gives each worker an "
                                     "equal share of the batch",
                                     a.batch_size, a.workers));
