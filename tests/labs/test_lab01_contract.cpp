@@ -1,0 +1,1 @@
+// Lab 01 contract tests: see the lab's rubric.

@@ -1,0 +1,1 @@
+// Lab 03 contract tests: see the lab's rubric.

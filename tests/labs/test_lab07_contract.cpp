@@ -1,0 +1,1 @@
+// Lab 07 contract tests: see the lab's rubric.

@@ -1,0 +1,1 @@
+// Lab 08 contract tests: see the lab's rubric.
