@@ -17,10 +17,11 @@
 namespace gl::labs {
 
 /// A bit pattern no computation produces: a signalling NaN with a payload (float) or its
-/// double analogue. Compared bit for bit, so a NaN written over it is still noticed.
+/// double analogue; 0xA5 for bytes. Compared bit for bit, so a NaN written over it is still noticed.
 template <class T>
 T canary() {
-    if constexpr (sizeof(T) == 4) return std::bit_cast<T>(std::uint32_t{0x7FA5A5A5u});
+    if constexpr (sizeof(T) == 1) return std::bit_cast<T>(std::uint8_t{0xA5u});
+    else if constexpr (sizeof(T) == 4) return std::bit_cast<T>(std::uint32_t{0x7FA5A5A5u});
     else return std::bit_cast<T>(std::uint64_t{0x7FF4A5A5A5A5A5A5ull});
 }
 

@@ -1,1 +1,195 @@
-// Lab 08 contract tests: see the lab's rubric.
+// Lab 08 contract tests: the distributed sampler's exact positions and padding samples
+// for random sizes (datasets smaller than the number of ranks too), with and without
+// shuffling and drop_last; bucket assignment on random sizes with exact ties; the ring
+// all-reduce on canary-guarded buffers through a communicator whose scratch buffers are
+// guarded too, so a write past the buffer or past the scratch fails in a release build;
+// DDP's launch counters after every backward. Each call into the student's code is one
+// small lambda that returns everything the checks read.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "../dist/dist_checks.hpp"
+#include "contract.hpp"
+#include "data/sampler.hpp"
+#include "dist/parallel_training.hpp"
+#include "dist/thread_comm.hpp"
+
+namespace gl::dist {
+namespace {
+
+constexpr double kTimeout = 2.0;
+
+template <class Fn>
+void on_workers(int n, Fn fn) {
+    try {
+        run_threads(n, fn, kTimeout);
+    } catch (const CommError& e) {
+        FAIL() << "with " << n << " workers: " << e.what();
+    }
+}
+
+// ---- the distributed sampler -----------------------------------------------------------
+
+TEST(Lab08, ContractDistributedSamplerPositionsAndPadding) {
+    Rng rng(81);
+    for (int trial = 0; trial < 300; ++trial) {
+        const auto n = static_cast<std::size_t>(labs::pick(rng, 1, 7));
+        const auto size = static_cast<std::size_t>(labs::pick(rng, 1, 40));
+        const bool shuffle = rng.below(3) != 0, drop_last = rng.below(4) == 0 && size >= n;
+        const std::uint64_t seed = rng.below(1000);
+        const auto epoch = static_cast<std::size_t>(rng.below(5));
+        // The spec: the epoch's order, padded with its own first elements (wrapping) or
+        // cut, then every n-th position from the rank's own.
+        std::vector<std::size_t> order(size);
+        if (shuffle) order = RandomSampler(seed).indices(size, epoch);
+        else for (std::size_t i = 0; i < size; ++i) order[i] = i;
+        const std::size_t total = drop_last ? size / n * n : (size + n - 1) / n * n;
+        for (std::size_t i = 0; order.size() < total; ++i) order.push_back(order[i % size]);
+        order.resize(total);
+        for (std::size_t r = 0; r < n; ++r) {
+            auto run = [&]() { return DistributedSampler(n, r, shuffle, seed, drop_last).indices(size, epoch); };
+            const std::vector<std::size_t> got = run();
+            std::vector<std::size_t> want;
+            for (std::size_t i = r; i < total; i += n) want.push_back(order[i]);
+            ASSERT_EQ(got, want) << "rank " << r << " of " << n << ", " << size << " samples, shuffle " << shuffle
+                                 << " (seed " << seed << ", epoch " << epoch << "), drop_last " << drop_last
+                                 << ": rank r takes positions r, r + N, ... of the epoch's order padded with its "
+                                    "first elements";
+        }
+    }
+}
+
+// ---- buckets ------------------------------------------------------------------------------
+
+TEST(Lab08, ContractBucketsOnRandomSizesWithTies) {
+    Rng rng(82);
+    for (int trial = 0; trial < 300; ++trial) {
+        std::vector<std::size_t> bytes(static_cast<std::size_t>(labs::pick(rng, 0, 12)));
+        for (auto& b : bytes) b = static_cast<std::size_t>(labs::pick(rng, 1, 8)) * 4;
+        // Half the time the target is exactly the size of the last few parameters: a tie.
+        std::size_t target = static_cast<std::size_t>(labs::pick(rng, 1, 40));
+        if (!bytes.empty() && trial % 2 == 0) {
+            target = 0;
+            for (std::size_t i = bytes.size(); i-- > bytes.size() - std::min<std::size_t>(bytes.size(), 1 + rng.below(3));)
+                target += bytes[i];
+        }
+        auto run = [&]() { return assign_buckets(bytes, target); };
+        const std::vector<std::vector<std::size_t>> got = run();
+        std::vector<std::vector<std::size_t>> want;
+        std::vector<std::size_t> current;
+        std::size_t filled = 0;
+        for (std::size_t i = bytes.size(); i-- > 0;) {
+            current.push_back(i);
+            filled += bytes[i];
+            if (filled >= target) want.push_back(current), current.clear(), filled = 0;
+        }
+        if (!current.empty()) want.push_back(current);
+        std::string sizes;
+        for (std::size_t b : bytes) sizes += std::to_string(b) + " ";
+        ASSERT_EQ(got, want) << "parameter bytes [ " << sizes << "], bucket_bytes " << target
+                             << ": from the last parameter, close a bucket as soon as it holds >= bucket_bytes";
+    }
+}
+
+// ---- the ring all-reduce on guarded buffers ---------------------------------------------
+
+// The rank's own communicator, but every buffer it allocates (the scratch the ring
+// receives into) has a canary guard zone after it.
+class GuardedComm final : public Communicator {
+public:
+    explicit GuardedComm(Communicator& inner) : inner_(inner) { set_timeout_s(inner.timeout_s()); }
+    int rank() const override { return inner_.rank(); }
+    int size() const override { return inner_.size(); }
+    std::string backend() const override { return inner_.backend(); }
+    std::shared_ptr<void> allocate(std::size_t bytes) const override {
+        auto buffer = std::make_shared<labs::Guarded<unsigned char>>(bytes, 256);
+        buffers_.push_back(buffer);
+        return std::shared_ptr<void>(buffer, buffer->data());
+    }
+    /// "" when no buffer this communicator allocated was written past its end.
+    std::string damage() const {
+        for (const auto& b : buffers_)
+            if (const std::string d = labs::guard_damage(b->all(), b->guard()); !d.empty()) return "scratch buffer: " + d;
+        return "";
+    }
+
+protected:
+    void do_send(const void* data, std::size_t bytes, int dest) override { inner_.send(data, bytes, dest); }
+    void do_recv(void* data, std::size_t bytes, int src) override { inner_.recv(data, bytes, src); }
+    void do_sendrecv(const void* send_data, std::size_t send_bytes, int dest, void* recv_data, std::size_t recv_bytes,
+                     int src) override {
+        inner_.sendrecv(send_data, send_bytes, dest, recv_data, recv_bytes, src);
+    }
+
+private:
+    Communicator& inner_;
+    mutable std::vector<std::shared_ptr<labs::Guarded<unsigned char>>> buffers_;
+};
+
+TEST(Lab08, ContractRingOnGuardedBuffers) {
+    for (int n = 2; n <= 5; ++n) {
+        on_workers(n, [](Communicator& c) {
+            Rng rng(83);  // the same counts on every rank
+            for (int trial = 0; trial < 12; ++trial) {
+                GuardedComm guarded(c);
+                const auto count = static_cast<std::size_t>(labs::pick(rng, 1, 3000));
+                labs::Guarded<float> data(count);
+                for (std::size_t i = 0; i < count; ++i) data[i] = testing::filled<float>(c.rank(), count)[i];
+                auto run = [&]() -> std::vector<float> {
+                    allreduce_ring(guarded, data.data(), count, DType::Float32);
+                    return data.all();
+                };
+                const std::vector<float> got = run();
+                ASSERT_EQ(guarded.damage(), "") << "rank " << c.rank() << " of " << c.size() << ", " << count
+                                                << " elements: a chunk was received into a scratch buffer too small "
+                                                   "for it (the largest chunk is the last)";
+                ASSERT_EQ(labs::guard_damage(got, data.guard()), "") << "rank " << c.rank() << ", " << count << " elements";
+                for (std::size_t i = 0; i < count; ++i)
+                    ASSERT_EQ(got[data.guard() + i], static_cast<float>(testing::expected_sum(c.size(), i)))
+                        << "rank " << c.rank() << " of " << c.size() << ", " << count << " elements, element " << i;
+            }
+        });
+        if (HasFatalFailure()) return;
+    }
+}
+
+// ---- DDP's counters ------------------------------------------------------------------------
+
+TEST(Lab08, ContractDdpLaunchCounters) {
+    // Every backward launches each bucket once; the last launch can only come after the
+    // last gradient, so at most buckets - 1 launches overlap with backward.
+    for (int n : {1, 2, 3}) {
+        on_workers(n, [](Communicator& c) {
+            for (std::size_t bucket : {std::size_t{64}, std::size_t{300}, std::size_t{1} << 20}) {
+                auto net = testing::small_net(11);
+                DistributedDataParallel ddp(net, c, {.bucket_bytes = bucket, .algo = AllReduceAlgo::ReduceBroadcast});
+                const Batch b = testing::global_batch(6, 5);
+                auto run = [&](int steps) -> std::vector<double> {
+                    std::vector<double> out;
+                    for (int s = 0; s < steps; ++s) {
+                        cross_entropy(ddp.forward(b.inputs), b.targets).backward();
+                        const DdpStats st = ddp.stats();
+                        out.insert(out.end(), {static_cast<double>(st.buckets), static_cast<double>(st.allreduces),
+                                               static_cast<double>(st.launched_before_last)});
+                    }
+                    return out;
+                };
+                const std::vector<double> got = run(3);
+                for (int s = 0; s < 3; ++s) {
+                    const double buckets = got[3 * s], allreduces = got[3 * s + 1], before_last = got[3 * s + 2];
+                    const std::string where = "rank " + std::to_string(c.rank()) + ", buckets of " +
+                                              std::to_string(bucket) + " bytes, after backward " + std::to_string(s + 1);
+                    ASSERT_EQ(allreduces, buckets * (s + 1)) << where << ": each bucket launched once per backward";
+                    ASSERT_LE(before_last, (buckets - 1) * (s + 1))
+                        << where << ": the launch that follows the last gradient does not overlap with backward";
+                }
+            }
+        });
+        if (HasFatalFailure()) return;
+    }
+}
+
+}  // namespace
+}  // namespace gl::dist
