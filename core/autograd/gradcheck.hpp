@@ -31,6 +31,19 @@ struct GradcheckOptions {
     std::uint64_t seed = 0;  ///< seeds the random projection of the output
 };
 
+/// The analytic gradients gradcheck compares: backward() of sum(fn(inputs) * w), with the
+/// fixed random projection w of @p options.seed; one tensor per input (undefined for an
+/// input that needs no gradient or that backward() did not reach).
+std::vector<Tensor> analytic_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                                       const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+
+/// Compares @p analytic (as analytic_gradients returns them, possibly computed by other
+/// code, e.g. a student's, in another process) with central finite differences of @p fn.
+GradcheckResult compare_with_finite_differences(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                                                const std::vector<Tensor>& inputs,
+                                                const std::vector<Tensor>& analytic,
+                                                const GradcheckOptions& options = {});
+
 /// Checks the gradients of @p fn at @p inputs (float64 tensors; those that require grad
 /// are checked). A non-scalar output y is reduced to sum(y * w) with fixed random w, so
 /// every output element's gradient path is exercised.
