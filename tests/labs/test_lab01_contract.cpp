@@ -1,18 +1,20 @@
-// Lab 01 contract tests: each graded backward over its whole contract. Incoming gradients
-// that are strided views or hold infinities and NaNs where the op blocks them; a loss
-// that is not the root (a scaled cross-entropy); sum_to on random broadcast shapes;
-// matmul when only one operand wants a gradient; the backward walk when one gradient
-// tensor reaches two nodes; topological order on random graphs with shared nodes. Each
-// call into the student's code is one small lambda that returns everything the checks
-// read.
+// Lab 01 contract tests: each graded backward over its whole contract. Incoming gradients that are
+// strided views or hold infinities and NaNs where the op blocks them; a loss that is not the root
+// (a scaled cross-entropy); sum_to on random broadcast shapes; matmul when only one operand wants a
+// gradient; the backward walk when one gradient tensor reaches two nodes; topological order on
+// random graphs with shared nodes. The student's code is called only through graded::student
+// (graded.hpp), each call one small lambda that returns everything the checks read, so a checker
+// that never loads it can decide.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "autograd/engine.hpp"
 #include "contract.hpp"
+#include "graded.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -30,7 +32,7 @@ TEST(Lab01, ContractReluBackwardBlocksSpecialGradients) {
         sum(mul(relu(x), c)).backward();
         return values(x.grad());
     };
-    EXPECT_EQ(run(), (std::vector<double>{0, 0, 2, 0, 3, 0}))
+    EXPECT_EQ(graded::student<std::vector<double>>("relu: x.grad", run), (std::vector<double>{0, 0, 2, 0, 3, 0}))
         << "relu backward: pass the gradient where y > 0 and exactly 0 elsewhere (inf * 0 is NaN: select, do not multiply)";
 }
 
@@ -45,7 +47,7 @@ TEST(Lab01, ContractLogSoftmaxBackwardOfAStridedGradient) {
             sum(mul(t(log_softmax(x)), w)).backward();
             return values(x.grad());
         };
-        const std::vector<double> got = run();
+        const std::vector<double> got = graded::student<std::vector<double>>("log_softmax: x.grad", run);
         ASSERT_EQ(got.size(), static_cast<std::size_t>(rows * cols)) << "no gradient reached x";
         const std::vector<double> xs = values(xv), ws = values(w);
         for (std::int64_t r = 0; r < rows; ++r) {
@@ -72,7 +74,7 @@ TEST(Lab01, ContractCrossEntropyBackwardOfAScaledLoss) {
         mul(cross_entropy(x, targets), 3.5).backward();
         return values(x.grad());
     };
-    const std::vector<double> got = run();
+    const std::vector<double> got = graded::student<std::vector<double>>("cross_entropy: logits.grad", run);
     ASSERT_EQ(got.size(), 20u) << "no gradient reached the logits";
     const std::vector<double> xs = values(xv);
     const std::vector<int> tg{1, 4, 0, 1};
@@ -103,7 +105,7 @@ TEST(Lab01, ContractSumToOnRandomBroadcastShapes) {
             if (r.shape() != shape) return {};
             return values(r.contiguous());
         };
-        const std::vector<double> got = run();
+        const std::vector<double> got = graded::student<std::vector<double>>("sum_to", run);
         // The sum by hand: every element of g lands on its broadcast source.
         std::size_t n = 1;
         for (auto e : shape) n *= static_cast<std::size_t>(e);
@@ -154,7 +156,7 @@ TEST(Lab01, ContractMatmulBackwardWhenOneOperandNeedsAGradient) {
             sum(mul(matmul(a, which == 2 ? t(w) : b), c)).backward();
             return values(which == 0 ? a.grad() : which == 1 ? b.grad() : w.grad());
         };
-        const std::vector<double> got = run();
+        const std::vector<double> got = graded::student<std::vector<double>>("matmul: the gradient", run);
         if (which == 0)
             expect_product(got, 3, 5, [&](std::size_t i, std::size_t k) {
                 double s = 0;
@@ -188,7 +190,7 @@ TEST(Lab01, ContractBackwardWalkWhenOneGradientReachesTwoNodes) {
             for (double v : values(w2.grad())) out.push_back(v);
             return out;
         };
-        const std::vector<double> got = run();
+        const std::vector<double> got = graded::student<std::vector<double>>("w1.grad, w2.grad", run);
         std::vector<double> want;
         for (std::size_t i = 0; i < 3; ++i) want.push_back(x[i] * (c[i] + d[i]));
         for (std::size_t i = 0; i < 3; ++i) want.push_back(x[i] * c[i]);
@@ -214,23 +216,35 @@ TEST(Lab01, ContractTopologicalOrderOnRandomGraphs) {
             }
         }
         const Tensor root = sum(pool.back());
-        // Every node reachable from the root, found here by a plain search.
-        std::set<Node*> reachable;
+        // Every node reachable from the root, numbered in the order a plain search finds
+        // them (the same numbers in the student's process and the checker's).
+        std::vector<Node*> reachable;
+        std::map<Node*, std::int64_t> number;
         std::vector<Node*> todo{root.grad_fn().get()};
         while (!todo.empty()) {
             Node* n = todo.back();
             todo.pop_back();
-            if (!n || !reachable.insert(n).second) continue;
+            if (!n || number.count(n)) continue;
+            number[n] = static_cast<std::int64_t>(reachable.size());
+            reachable.push_back(n);
             for (const auto& e : n->next) todo.push_back(e.get());
         }
-        auto run = [&]() { return topological_order(root.grad_fn().get()); };
-        const std::vector<Node*> order = run();
-        ASSERT_EQ(std::set<Node*>(order.begin(), order.end()), reachable) << "graph " << trial << ": every reachable node";
+        // The order as node numbers (-1 for a node that is not reachable).
+        auto run = [&]() -> std::vector<std::int64_t> {
+            std::vector<std::int64_t> out;
+            for (Node* n : topological_order(root.grad_fn().get())) out.push_back(number.count(n) ? number[n] : -1);
+            return out;
+        };
+        const std::vector<std::int64_t> order = graded::student<std::vector<std::int64_t>>("topological_order", run);
+        std::vector<std::int64_t> all(reachable.size());
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+        ASSERT_EQ(std::set<std::int64_t>(order.begin(), order.end()), std::set<std::int64_t>(all.begin(), all.end()))
+            << "graph " << trial << ": every reachable node, and nothing else";
         ASSERT_EQ(order.size(), reachable.size()) << "graph " << trial << ": each node exactly once";
         for (std::size_t i = 0; i < order.size(); ++i)
-            for (const auto& e : order[i]->next)
+            for (const auto& e : reachable[static_cast<std::size_t>(order[i])]->next)
                 if (e) {
-                    const auto pos = std::find(order.begin(), order.end(), e.get()) - order.begin();
+                    const auto pos = std::find(order.begin(), order.end(), number[e.get()]) - order.begin();
                     ASSERT_GT(pos, static_cast<std::ptrdiff_t>(i)) << "graph " << trial << ": a node comes after one of its inputs";
                 }
     }

@@ -1,11 +1,11 @@
-// Lab 02 contract tests: each graded function over its whole contract, randomized.
-// Operands with leading dimensions larger than their width (padding between rows),
-// transposed operands with padding, sizes above every blocking constant (NB = 256 of the
-// blocked loop; MC, KC, NC of every micro-kernel's blocking) and odd remainders, 1..4
-// threads, a C holding NaN before an overwrite. Every buffer sits between canary guard
-// zones and every matrix's padding holds canaries, so a write past a row, a stripe or a
-// buffer fails here even in a release build. Each call into the student's code is one
-// small lambda that returns everything the checks read.
+// Lab 02 contract tests: each graded function over its whole contract, randomized. Operands with
+// leading dimensions larger than their width (padding between rows), transposed operands with
+// padding, sizes above every blocking constant (NB = 256 of the blocked loop; MC, KC, NC of every
+// micro-kernel's blocking) and odd remainders, 1..4 threads, a C holding NaN before an overwrite.
+// Every buffer sits between canary guard zones and every matrix's padding holds canaries, so a
+// write past a row, a stripe or a buffer fails here even in a release build. The student's code is
+// called only through graded::student (graded.hpp), each call one small lambda that returns
+// everything the checks read, so a checker that never loads it can decide.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "contract.hpp"
+#include "graded.hpp"
 #include "kernels/cpu/gemm_packed.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
@@ -129,7 +130,7 @@ void expect_kernel_keeps_contract(const std::string& kernel, const std::string& 
             kernels::find_gemm(kernel).sgemm(o.args());
             return o.C.buf.all();
         };
-        expect_right_c(run(), o.C.buf.guard(), o, label);
+        expect_right_c(graded::student<std::vector<float>>(label, run), o.C.buf.guard(), o, label);
         if (::testing::Test::HasFatalFailure()) return;
     }
 }
@@ -174,7 +175,7 @@ TEST(Lab02, ContractPackA) {
             kernels::packed::pack_a(o.args(), i0, mc, p0, kc, mr, dst.data());
             return dst.all();
         };
-        const std::vector<float> got = run();
+        const std::vector<float> got = graded::student<std::vector<float>>("pack_a", run);
         const std::string where = "pack_a(i0=" + std::to_string(i0) + ", mc=" + std::to_string(mc) + ", p0=" +
                                   std::to_string(p0) + ", kc=" + std::to_string(kc) + ", mr=" + std::to_string(mr) +
                                   ") of A " + describe(c);
@@ -205,7 +206,7 @@ TEST(Lab02, ContractPackB) {
             kernels::packed::pack_b(o.args(), p0, kc, j0, nc, nr, dst.data());
             return dst.all();
         };
-        const std::vector<float> got = run();
+        const std::vector<float> got = graded::student<std::vector<float>>("pack_b", run);
         const std::string where = "pack_b(p0=" + std::to_string(p0) + ", kc=" + std::to_string(kc) + ", j0=" +
                                   std::to_string(j0) + ", nc=" + std::to_string(nc) + ", nr=" + std::to_string(nr) +
                                   ") of B " + describe(c);
@@ -254,7 +255,8 @@ void expect_micro_kernel_keeps_contract(Isa isa) {
             mk.run(kc, a.data(), b, c.data(), ldc, accumulate);
             return c.all();
         };
-        const std::vector<float> got = run();
+        const std::vector<float> got =
+            graded::student<std::vector<float>>(kernels::packed::to_string(isa) + " micro-kernel", run);
         const std::string where = kernels::packed::to_string(isa) + " micro-kernel, kc=" + std::to_string(kc) +
                                   ", ldc=" + std::to_string(ldc) + ", accumulate=" + std::to_string(accumulate);
         ASSERT_EQ(labs::guard_damage(got, c.guard()), "") << where;

@@ -1,19 +1,20 @@
-// Lab 03 contract tests: each graded CUDA kernel (on the CPU runtime) with its operands
-// between canary guard zones, under three thread schedules. The guard zones are
-// signalling NaNs: a kernel that reads past the end of A or B (a tile loaded without its
-// K check) picks one up and turns a row of C into NaN, and a kernel that writes past C
-// (an edge thread without its column check) overwrites one, even in a release build.
-// A and B also hold an infinity and a NaN: the rows and columns they reach must be
-// inf/NaN exactly as the arithmetic says, and no other element may be touched by them
-// (a tile that reads A past column K takes the next row's values, times a zero of B:
-// harmless for finite values, NaN for an infinity). Each call into the student's code is
-// one small lambda that returns everything the checks read.
+// Lab 03 contract tests: each graded CUDA kernel (on the CPU runtime) with its operands between
+// canary guard zones, under three thread schedules. The guard zones are signalling NaNs: a kernel
+// that reads past the end of A or B (a tile loaded without its K check) picks one up and turns a
+// row of C into NaN, and a kernel that writes past C (an edge thread without its column check)
+// overwrites one, even in a release build. A and B also hold an infinity and a NaN: the rows and
+// columns they reach must be inf/NaN exactly as the arithmetic says, and no other element may be
+// touched by them (a tile that reads A past column K takes the next row's values, times a zero of
+// B: harmless for finite values, NaN for an infinity). The student's code is called only through
+// graded::student (graded.hpp), each call one small lambda that returns everything the checks read,
+// so a checker that never loads it can decide.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "contract.hpp"
+#include "graded.hpp"
 #include "cuda_cpu/cpu_runtime.hpp"
 #include "kernels/cuda/sgemm.hpp"
 
@@ -56,7 +57,7 @@ void expect_kernel_keeps_contract(int version, const std::string& name) {
                 kernels::cuda_gemm(version, s.M, s.N, s.K, A.data(), B.data(), C.data());
                 return C.all();
             };
-            const std::vector<float> got = run();
+            const std::vector<float> got = graded::student<std::vector<float>>(name, run);
             const std::string where = name + ", " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " +
                                       std::to_string(s.K) + " (M x N x K), threads " +
                                       (schedule.order == Order::in_order ? "in order" : schedule.order == Order::reverse ? "reverse" : "random");

@@ -1,15 +1,17 @@
-// Lab 04 contract tests: the probes' deterministic parts over their whole contract. The
-// triad loop on random ranges of canary-guarded arrays (a write outside [lo, hi) fails
-// even in a release build); the FMA probe's flop count on every width, both precisions
-// and 1..4 threads, from the iterations it reports (no timing is judged); the roofline at
-// random points and exactly at the ridge. Each call into the student's code is one small
-// lambda that returns everything the checks read.
+// Lab 04 contract tests: the probes' deterministic parts over their whole contract. The triad loop
+// on random ranges of canary-guarded arrays (a write outside [lo, hi) fails even in a release
+// build); the FMA probe's flop count on every width, both precisions and 1..4 threads, from the
+// iterations it reports (no timing is judged); the roofline at random points and exactly at the
+// ridge. The student's code is called only through graded::student (graded.hpp), each call one
+// small lambda that returns everything the checks read, so a checker that never loads it can
+// decide.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "contract.hpp"
+#include "graded.hpp"
 #include "hw/probes.hpp"
 #include "parallel/thread_pool.hpp"
 
@@ -32,7 +34,7 @@ TEST(Lab04, ContractTriad) {
             hw::triad(a.data(), b.data(), c.data(), s, lo, hi);
             return a.all();
         };
-        const std::vector<double> got = run();
+        const std::vector<double> got = graded::student<std::vector<double>>("triad", run);
         const std::string where = "triad on [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of " +
                                   std::to_string(n) + " elements, s = " + std::to_string(s);
         ASSERT_EQ(labs::guard_damage(got, a.guard()), "") << where;
@@ -64,7 +66,7 @@ TEST(Lab04, ContractFmaFlops) {
                     const hw::PeakResult r = hw::fma_peak(w, fp64, threads, 0.004);
                     return {r.gflops, r.seconds, static_cast<double>(r.iterations), static_cast<double>(r.threads)};
                 };
-                const std::vector<double> r = run();
+                const std::vector<double> r = graded::student<std::vector<double>>("fma_peak", run);
                 const std::string where = hw::to_string(w) + (fp64 ? " FP64" : " FP32") + " FMA peak on " +
                                           std::to_string(threads) + " thread(s)";
                 ASSERT_EQ(r[3], std::min(threads, get_num_threads())) << where << ": threads reported";
@@ -87,7 +89,7 @@ TEST(Lab04, ContractRoofline) {
             return {hw::ridge_point(peak, bw), hw::roofline_gflops(intensity, peak, bw),
                     hw::memory_bound(intensity, peak, bw) ? 1.0 : 0.0};
         };
-        const std::vector<double> got = run();
+        const std::vector<double> got = graded::student<std::vector<double>>("roofline", run);
         const std::string where = "peak " + std::to_string(peak) + " GFLOP/s, " + std::to_string(bw) +
                                   " GB/s, intensity " + std::to_string(intensity);
         EXPECT_DOUBLE_EQ(got[0], ridge_want) << where << ": the ridge point";

@@ -1,11 +1,11 @@
-// Lab 05 contract tests: every special value exactly, and the scaler's state after every
-// call. float -> half on every NaN payload, every float in the subnormal-half range
-// (sampled densely) and every rounding tie there, checked bit for bit against Eigen's
-// half; half -> float on every NaN pattern, bit for bit; unscale_ with an inf or NaN in
-// any tensor of the list (not only the last) and at any scale; the loss scaler's whole
-// state after every step of random scripts; the master-weight update when a gradient
-// comes and goes between steps. Each call into the student's code is one small lambda
-// that returns everything the checks read.
+// Lab 05 contract tests: every special value exactly, and the scaler's state after every call.
+// float -> half on every NaN payload, every float in the subnormal-half range (sampled densely) and
+// every rounding tie there, checked bit for bit against Eigen's half; half -> float on every NaN
+// pattern, bit for bit; unscale_ with an inf or NaN in any tensor of the list (not only the last)
+// and at any scale; the loss scaler's whole state after every step of random scripts; the
+// master-weight update when a gradient comes and goes between steps. The student's code is called
+// only through graded::student (graded.hpp), each call one small lambda that returns everything the
+// checks read, so a checker that never loads it can decide.
 #include <gtest/gtest.h>
 
 #include <Eigen/Core>
@@ -16,6 +16,7 @@
 #include "amp/loss_scaler.hpp"
 #include "amp/master_weights.hpp"
 #include "contract.hpp"
+#include "graded.hpp"
 #include "numerics/half.hpp"
 #include "optim/optimizer.hpp"
 
@@ -37,7 +38,7 @@ std::vector<std::uint16_t> to_half(const std::vector<float>& in) {
         for (std::size_t i = 0; i < in.size(); ++i) out[i] = float_to_half_bits(in[i]);
         return out;
     };
-    return run();
+    return graded::student<std::vector<std::uint16_t>>("float_to_half_bits", run);
 }
 
 TEST(Lab05, ContractHalfFromFloatNanPayloads) {
@@ -97,7 +98,7 @@ TEST(Lab05, ContractHalfToFloatNanPatterns) {
             for (std::uint32_t sign : {0u, 0x8000u}) out.push_back(half_bits_to_float(static_cast<std::uint16_t>(sign | 0x7C00u | m)));
         return out;
     };
-    const std::vector<float> got = run();
+    const std::vector<float> got = graded::student<std::vector<float>>("half_bits_to_float", run);
     std::size_t i = 0;
     int wrong = 0;
     for (std::uint32_t m = 1; m < 1024; ++m)
@@ -152,7 +153,7 @@ TEST(Lab05, ContractUnscaleFindsEverySpecialValueAnywhere) {
                     for (float x : g.to_vector<float>()) out.push_back(x);
             return out;
         };
-        const std::vector<float> got = run();
+        const std::vector<float> got = graded::student<std::vector<float>>("unscale_", run);
         const std::string what = std::to_string(tensors) + " gradient tensors at scale " + std::to_string(o.init_scale);
         EXPECT_EQ(got[0], plant || overflows_when_unscaled ? 1.0f : 0.0f)
             << what << (plant ? ": tensor " + std::to_string(where) + " holds an inf or NaN: report it" : "")
@@ -184,7 +185,7 @@ TEST(Lab05, ContractLossScalerStateAfterEveryStep) {
                 const amp::LossScalerState s = scaler.state();
                 return {s.scale, static_cast<double>(s.growth_tracker), static_cast<double>(s.skipped_steps)};
             };
-            const std::vector<double> got = run();
+            const std::vector<double> got = graded::student<std::vector<double>>("update, then state", run);
             if (overflow) {
                 want.scale *= o.backoff_factor;
                 want.growth_tracker = 0;
@@ -228,7 +229,7 @@ TEST(Lab05, ContractMasterWeightsWhenGradientsComeAndGo) {
                     for (float x : m.to_vector<float>()) out.push_back(x);
                 return out;
             };
-            const std::vector<float> got = run();
+            const std::vector<float> got = graded::student<std::vector<float>>("MasterWeights::step", run);
             if (has_grad[step].first) m0 = {m0[0] - 0.25f * 1.0f, m0[1] + 0.25f * 1.0f};
             if (has_grad[step].second) m1 = {m1[0] - 0.25f * 2.0f, m1[1] - 0.25f * 1.0f, m1[2] + 0.25f * 1.0f};
             const std::vector<float> want{1.0f, m0[0], m0[1], m1[0], m1[1], m1[2]};

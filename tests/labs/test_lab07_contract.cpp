@@ -1,9 +1,10 @@
-// Lab 07 contract tests: the caching allocator's statistics after every call of random
-// request sequences (frees in any order, a size class emptied and asked again,
-// empty_cache in the middle), no block handed out twice; checkpointing's memory in every
-// category, not only saved activations; a checkpointed function that returns its input
-// unchanged; the segment policy and the split for every n. Each call into the student's
-// code is one small lambda that returns everything the checks read.
+// Lab 07 contract tests: the caching allocator's statistics after every call of random request
+// sequences (frees in any order, a size class emptied and asked again, empty_cache in the middle),
+// no block handed out twice; checkpointing's memory in every category, not only saved activations;
+// a checkpointed function that returns its input unchanged; the segment policy and the split for
+// every n. The student's code is called only through graded::student (graded.hpp), each call one
+// small lambda that returns everything the checks read, so a checker that never loads it can
+// decide.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "autograd/checkpoint.hpp"
 #include "contract.hpp"
+#include "graded.hpp"
 #include "memory/caching_allocator.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "nn/checkpoint_sequential.hpp"
@@ -86,7 +88,7 @@ TEST(Lab07, ContractCachingAllocatorStatsAfterEveryRequest) {
             for (const auto& [p, n] : live) cache.deallocate(p, n);
             return seen;
         };
-        const std::vector<Observation> seen = run();
+        const std::vector<Observation> seen = graded::student<std::vector<Observation>>("caching allocator trace", run);
         ASSERT_EQ(seen.size(), trace.size());
         // The model: free blocks per size class.
         std::map<std::size_t, std::size_t> free_blocks;
@@ -143,7 +145,7 @@ std::vector<double> category_peaks(std::size_t segments) {
         for (std::size_t c = 0; c < memory::kMemoryCategoryCount; ++c) peaks.push_back(static_cast<double>(s.peak[c]));
         return peaks;
     };
-    return run();
+    return graded::student<std::vector<double>>("peak bytes per category", run);
 }
 
 TEST(Lab07, ContractCheckpointMemoryInEveryCategory) {
@@ -175,7 +177,7 @@ TEST(Lab07, ContractCheckpointOfAFunctionReturningItsInput) {
     };
     const std::vector<float> want{2 * 2.0f * 1 * 1, 2 * -3.0f * 4 * 4, 2 * 0.5f * -2 * -2};  // d(sum (x w)^2)/dw = 2 x^2 w
     ASSERT_EQ(run(false), want) << "the test's own arithmetic";
-    EXPECT_EQ(run(true), want) << "checkpoint of a function that returns its input: record the node on a detached "
+    EXPECT_EQ(graded::student<std::vector<float>>("w.grad", [&] { return run(true); }), want) << "checkpoint of a function that returns its input: record the node on a detached "
                                   "handle of the result, or the input's own history is lost";
 }
 
@@ -193,7 +195,7 @@ TEST(Lab07, ContractSegmentPolicyAndSplitForEveryN) {
             }
         return out;
     };
-    const std::vector<double> got = run();
+    const std::vector<double> got = graded::student<std::vector<double>>("sqrt_segments, segment_bounds", run);
     std::size_t i = 0;
     for (std::size_t n = 0; n <= 2000; ++n, ++i) {
         const double want = n == 0 ? 0.0 : std::max(1.0, std::round(std::sqrt(static_cast<double>(n))));

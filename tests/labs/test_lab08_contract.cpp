@@ -1,10 +1,10 @@
-// Lab 08 contract tests: the distributed sampler's exact positions and padding samples
-// for random sizes (datasets smaller than the number of ranks too), with and without
-// shuffling and drop_last; bucket assignment on random sizes with exact ties; the ring
-// all-reduce on canary-guarded buffers through a communicator whose scratch buffers are
-// guarded too, so a write past the buffer or past the scratch fails in a release build;
-// DDP's launch counters after every backward. Each call into the student's code is one
-// small lambda that returns everything the checks read.
+// Lab 08 contract tests: the distributed sampler's exact positions and padding samples for random
+// sizes (datasets smaller than the number of ranks too), with and without shuffling and drop_last;
+// bucket assignment on random sizes with exact ties; the ring all-reduce on canary-guarded buffers
+// through a communicator whose scratch buffers are guarded too, so a write past the buffer or past
+// the scratch fails in a release build; DDP's launch counters after every backward. The student's
+// code is called only through graded::student (graded.hpp), each call one small lambda that returns
+// everything the checks read, so a checker that never loads it can decide.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,6 +12,7 @@
 
 #include "../dist/dist_checks.hpp"
 #include "contract.hpp"
+#include "graded.hpp"
 #include "data/sampler.hpp"
 #include "dist/parallel_training.hpp"
 #include "dist/thread_comm.hpp"
@@ -50,7 +51,7 @@ TEST(Lab08, ContractDistributedSamplerPositionsAndPadding) {
         order.resize(total);
         for (std::size_t r = 0; r < n; ++r) {
             auto run = [&]() { return DistributedSampler(n, r, shuffle, seed, drop_last).indices(size, epoch); };
-            const std::vector<std::size_t> got = run();
+            const std::vector<std::size_t> got = graded::student<std::vector<std::size_t>>("indices", run);
             std::vector<std::size_t> want;
             for (std::size_t i = r; i < total; i += n) want.push_back(order[i]);
             ASSERT_EQ(got, want) << "rank " << r << " of " << n << ", " << size << " samples, shuffle " << shuffle
@@ -76,7 +77,8 @@ TEST(Lab08, ContractBucketsOnRandomSizesWithTies) {
                 target += bytes[i];
         }
         auto run = [&]() { return assign_buckets(bytes, target); };
-        const std::vector<std::vector<std::size_t>> got = run();
+        const std::vector<std::vector<std::size_t>> got =
+            graded::student<std::vector<std::vector<std::size_t>>>("assign_buckets", run);
         std::vector<std::vector<std::size_t>> want;
         std::vector<std::size_t> current;
         std::size_t filled = 0;
@@ -137,12 +139,13 @@ TEST(Lab08, ContractRingOnGuardedBuffers) {
                 const auto count = static_cast<std::size_t>(labs::pick(rng, 1, 3000));
                 labs::Guarded<float> data(count);
                 for (std::size_t i = 0; i < count; ++i) data[i] = testing::filled<float>(c.rank(), count)[i];
-                auto run = [&]() -> std::vector<float> {
+                auto run = [&]() -> std::pair<std::vector<float>, std::string> {
                     allreduce_ring(guarded, data.data(), count, DType::Float32);
-                    return data.all();
+                    return {data.all(), guarded.damage()};
                 };
-                const std::vector<float> got = run();
-                ASSERT_EQ(guarded.damage(), "") << "rank " << c.rank() << " of " << c.size() << ", " << count
+                const auto [got, damage] = graded::student<std::pair<std::vector<float>, std::string>>(
+                    "allreduce_ring on rank " + std::to_string(c.rank()), run);
+                ASSERT_EQ(damage, "") << "rank " << c.rank() << " of " << c.size() << ", " << count
                                                 << " elements: a chunk was received into a scratch buffer too small "
                                                    "for it (the largest chunk is the last)";
                 ASSERT_EQ(labs::guard_damage(got, data.guard()), "") << "rank " << c.rank() << ", " << count << " elements";
@@ -176,7 +179,8 @@ TEST(Lab08, ContractDdpLaunchCounters) {
                     }
                     return out;
                 };
-                const std::vector<double> got = run(3);
+                const std::vector<double> got =
+                    graded::student<std::vector<double>>("DDP on rank " + std::to_string(c.rank()), [&] { return run(3); });
                 for (int s = 0; s < 3; ++s) {
                     const double buckets = got[3 * s], allreduces = got[3 * s + 1], before_last = got[3 * s + 2];
                     const std::string where = "rank " + std::to_string(c.rank()) + ", buckets of " +
