@@ -1,14 +1,15 @@
 /// @file
 /// @brief The GEMM kernel registry: named matrix-multiply kernels the matmul op picks from.
 ///
-/// Owns: the calling convention every GEMM kernel follows and the table of kernels.
-/// Later labs add kernel families (blocked, packed SIMD, threaded, CUDA) by registering
-/// here; autograd and the matmul op never change.
+/// Owns: the calling convention every GEMM kernel follows and the table of kernels. The
+/// table lists the kernel families in order: the CPU FP32 versions
+/// (kernels/cpu/sgemm/sgemm.hpp), the peer libraries (kernels/cpu/peers/peers.hpp) and
+/// the CUDA family (kernels/cuda/sgemm.hpp); labs may register more. Autograd and the
+/// matmul op never change.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,19 +77,5 @@ const GemmKernel& default_gemm();
 void gemm(const GemmArgs<float>& args);
 /// Runs @p args through the default kernel, or the naive one if it has no float64 path.
 void gemm(const GemmArgs<double>& args);
-
-/// @cond
-// The built-in kernels, one function per kernel file.
-GemmKernel gemm_naive_kernel();
-GemmKernel gemm_reordered_kernel();
-GemmKernel gemm_blocked_kernel();
-GemmKernel gemm_packed_simd_kernel();
-GemmKernel gemm_threaded_kernel();
-GemmKernel gemm_eigen_kernel();
-std::optional<GemmKernel> gemm_openblas_kernel();  // nullopt when built without OpenBLAS
-std::optional<GemmKernel> gemm_onednn_kernel();    // nullopt when built without oneDNN
-GemmKernel gemm_cuda_cpu_kernel();
-GemmKernel gemm_cuda_kernel();
-/// @endcond
 
 }  // namespace gl::kernels

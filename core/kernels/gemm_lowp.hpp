@@ -1,11 +1,12 @@
 /// @file
 /// @brief Low-precision GEMM: float16/bfloat16 operands, FP32 accumulation and result.
 ///
-/// Owns: the calling convention of the 16-bit GEMM kernels and their table. Each kernel
-/// says which element types it takes and whether this CPU can run it, so callers
-/// dispatch at run time: the AVX512-BF16 dot-product kernel, the AVX512-FP16 kernel and
-/// the AMX-BF16 tile kernel are used only where the CPU reports the feature; the
-/// convert-then-FP32 kernel and the naive oracle run everywhere.
+/// Owns: the calling convention of the 16-bit GEMM kernels and their table, which lists
+/// the paths of kernels/cpu/lowp/paths.hpp in order. Each kernel says which element types
+/// it takes and whether this CPU can run it, so callers dispatch at run time: the
+/// AVX512-BF16 dot-product path, the AVX512-FP16 path and the AMX-BF16 tile path are used
+/// only where the CPU reports the feature; the portable convert-then-FP32 path and the
+/// naive oracle run everywhere.
 #pragma once
 
 #include <cstdint>
@@ -63,14 +64,5 @@ const LowpGemmKernel& best_lowp_gemm(DType dtype);
 void lowp_gemm(const LowpGemmArgs& args);
 /// Runs @p args through @p kernel after checking that it takes the dtype and can run here.
 void run_lowp_gemm(const LowpGemmKernel& kernel, const LowpGemmArgs& args);
-
-/// @cond
-// One function per kernel file.
-LowpGemmKernel gemm_lowp_naive_kernel();
-LowpGemmKernel gemm_lowp_convert_kernel();
-LowpGemmKernel gemm_bf16_avx512_kernel();
-LowpGemmKernel gemm_fp16_avx512fp16_kernel();
-LowpGemmKernel gemm_bf16_amx_kernel();
-/// @endcond
 
 }  // namespace gl::kernels

@@ -1,23 +1,20 @@
+// The low-precision GEMM registry: one table, assembled from the kernel family in the
+// order of its header (the oracle, then the paths from portable to most capable), fixed
+// after start-up.
 #include "base/error.hpp"
+#include "kernels/cpu/lowp/paths.hpp"
 #include "kernels/gemm_lowp.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace gl::kernels {
 
 const std::vector<LowpGemmKernel>& lowp_gemm_kernels() {
-    // Slowest idea first; best_lowp_gemm() picks the last one that can run.
-    static const std::vector<LowpGemmKernel> kernels = {gemm_lowp_naive_kernel(), gemm_lowp_convert_kernel(),
-                                                        gemm_fp16_avx512fp16_kernel(), gemm_bf16_avx512_kernel(),
-                                                        gemm_bf16_amx_kernel()};
+    static const std::vector<LowpGemmKernel> kernels = cpu_lowp_gemm_paths();  // best_lowp_gemm() picks the last that can run
     return kernels;
 }
 
 const LowpGemmKernel& find_lowp_gemm(const std::string& name) {
-    std::string known;
-    for (const auto& k : lowp_gemm_kernels()) {
-        if (k.name == name) return k;
-        known += (known.empty() ? "" : ", ") + k.name;
-    }
-    throw Error("unknown low-precision GEMM kernel '" + name + "'; known kernels: " + known);
+    return find_named_or_throw(lowp_gemm_kernels(), name, "low-precision GEMM kernel");
 }
 
 const LowpGemmKernel& best_lowp_gemm(DType dtype) {

@@ -1,7 +1,14 @@
+// The FP32 GEMM registry: one table, assembled from the kernel families in the order a
+// reader meets them (our versions, the peer libraries, the CUDA family), then open to
+// kernels registered at run time (Lab 03 adds the student's CUDA kernel).
 #include <mutex>
 
 #include "base/error.hpp"
+#include "kernels/cpu/peers/peers.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
+#include "kernels/cuda/sgemm.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace gl::kernels {
 namespace {
@@ -16,25 +23,14 @@ Registry& registry() {
     static Registry r;
     static std::once_flag once;
     std::call_once(once, [] {
-        // The teaching kernels in the order they add ideas, then the peer libraries
-        // found at build time. The default is our fastest, the threaded packed kernel.
-        r.kernels = {gemm_naive_kernel(), gemm_reordered_kernel(), gemm_blocked_kernel(),
-                     gemm_packed_simd_kernel(), gemm_threaded_kernel(), gemm_eigen_kernel()};
-        for (const auto& peer : {gemm_openblas_kernel(), gemm_onednn_kernel()})
-            if (peer) r.kernels.push_back(*peer);
-        r.default_name = "threaded";
+        append_family(r.kernels, cpu_sgemm_versions());  // 1 naive ... 5 threaded
+        append_family(r.kernels, cpu_gemm_peers());      // Eigen, and OpenBLAS, oneDNN if found
         // The CUDA SGEMM family, chosen by name only: "cuda" needs a GPU, and "cuda_cpu"
         // runs the same kernel on the CPU runtime, correct but slow.
-        r.kernels.push_back(gemm_cuda_cpu_kernel());
-        r.kernels.push_back(gemm_cuda_kernel());
+        append_family(r.kernels, cuda_gemm_kernels());
+        r.default_name = "threaded";  // our fastest CPU version
     });
     return r;
-}
-
-const GemmKernel* find_locked(Registry& r, const std::string& name) {
-    for (const auto& k : r.kernels)
-        if (k.name == name) return &k;
-    return nullptr;
 }
 
 }  // namespace
@@ -43,21 +39,16 @@ void register_gemm(const GemmKernel& kernel) {
     check(kernel.sgemm != nullptr, "register_gemm: kernel '" + kernel.name + "' has no float32 entry");
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    for (auto& k : r.kernels)
-        if (k.name == kernel.name) {
-            k = kernel;
-            return;
-        }
-    r.kernels.push_back(kernel);
+    if (GemmKernel* k = find_named(r.kernels, kernel.name))
+        *k = kernel;
+    else
+        r.kernels.push_back(kernel);
 }
 
 const GemmKernel& find_gemm(const std::string& name) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    if (const GemmKernel* k = find_locked(r, name)) return *k;
-    std::string known;
-    for (const auto& k : r.kernels) known += (known.empty() ? "" : ", ") + k.name;
-    throw Error("unknown GEMM kernel '" + name + "'; known kernels: " + known);
+    return find_named_or_throw(r.kernels, name, "GEMM kernel");
 }
 
 std::vector<GemmKernel> gemm_kernels() {

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
-#include "kernels/cpu/gemm_packed.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
 

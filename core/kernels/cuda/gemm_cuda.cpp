@@ -108,14 +108,11 @@ void cuda_gemm_strided(int version, const GemmArgs<float>& args) {
     });
 }
 
-GemmKernel gemm_cuda_cpu_kernel() {
-    return {"cuda_cpu", "the best CUDA SGEMM version on the CPU runtime (slow; runs without a GPU)",
-            &sgemm_cuda_cpu, nullptr, nullptr};
-}
-
-GemmKernel gemm_cuda_kernel() {
-    return {"cuda", "the best CUDA SGEMM version on the GPU (operands copied over PCIe per call)",
-            &sgemm_cuda, nullptr, &why_no_gpu};
+std::vector<GemmKernel> cuda_gemm_kernels() {
+    return {{"cuda_cpu", "the best CUDA SGEMM version on the CPU runtime (slow; runs without a GPU)", &sgemm_cuda_cpu,
+             nullptr, nullptr},
+            {"cuda", "the best CUDA SGEMM version on the GPU (operands copied over PCIe per call)", &sgemm_cuda,
+             nullptr, &why_no_gpu}};
 }
 
 }  // namespace gl::kernels

@@ -55,4 +55,9 @@ void cuda_gemm_device_from_host(int version, int M, int N, int K, const float* A
 /// (code no_device) without a GPU. For host code compiled without nvcc (the claims report).
 double cuda_gemm_device_seconds(int version, int M, int N, int K, int repeats);
 
+/// The family behind the GEMM registry: "cuda_cpu" (the best version on the CPU runtime)
+/// and "cuda" (on the GPU; unavailable without one). The registry lists them after the
+/// CPU family and its peers.
+std::vector<GemmKernel> cuda_gemm_kernels();
+
 }  // namespace gl::kernels

@@ -1,17 +1,18 @@
-// Low-precision GEMM, version 3: AVX512-BF16 dot products (vdpbf16ps).
+// Low-precision GEMM, the AVX512-BF16 path: dot products (vdpbf16ps).
 //
 // One vdpbf16ps takes 32 bf16 pairs and adds a[2i]*b[2i] + a[2i+1]*b[2i+1] into 16 FP32
 // lanes: twice the multiplies of an FP32 FMA on the same 512-bit register, and half the
 // bytes to load. The kernel is the packed GEMM of the FP32 family (Goto's loops: B panel
 // in L2/L3, A block in L2, a 12 x 32 micro-tile in 24 zmm accumulators) with operands
-// packed in K pairs (gemm_lowp_pack.hpp). The products are exact in FP32 and the sums are
+// packed in K pairs (pack.hpp). The products are exact in FP32 and the sums are
 // FP32: bfloat16 storage, FP32 accumulation. Blocks of rows of C run on the intra-op
 // threads (parallel/thread_pool.hpp), like the FP32 `threaded` kernel.
 #include <cstring>
 #include <vector>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "kernels/cpu/lowp/pack.hpp"
+#include "kernels/cpu/lowp/paths.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 

@@ -1,4 +1,4 @@
-// Low-precision GEMM, version 4: native FP16 arithmetic (AVX512-FP16, Sapphire Rapids and
+// Low-precision GEMM, the AVX512-FP16 path: native FP16 arithmetic (Sapphire Rapids and
 // later). vfmadd231ph multiplies and adds 32 halves per instruction *in FP16*: twice the
 // lanes of FP32, but the running sum is rounded to 11 bits after every step. So the
 // kernel adds in FP16 only over short runs of K (kKB steps) and then widens each partial
@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "kernels/cpu/lowp/pack.hpp"
+#include "kernels/cpu/lowp/paths.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)

@@ -1,7 +1,8 @@
-// Low-precision GEMM, version 1: the oracle. The i-j-k triple loop of gemm_naive, with
+// Low-precision GEMM, the oracle: the i-j-k triple loop of sgemm/1_naive.cpp, with
 // each 16-bit element widened to float as it is read and the dot product accumulated in
 // FP32. Every other low-precision kernel is tested against it.
-#include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "kernels/cpu/lowp/pack.hpp"
+#include "kernels/cpu/lowp/paths.hpp"
 #include "numerics/bfloat16.hpp"
 #include "numerics/half.hpp"
 

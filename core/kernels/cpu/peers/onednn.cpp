@@ -1,7 +1,7 @@
 // oneDNN as a GEMM peer (dnnl_sgemm): Intel's deep-learning library, whose GEMM is
 // generated at run time (JIT) for the exact CPU, so the teaching kernels can be measured
 // against it in the same run. Registered only when the build found oneDNN (libdnnl-dev).
-#include "kernels/gemm.hpp"
+#include "kernels/cpu/peers/peers.hpp"
 
 #if GRADLAB_HAVE_ONEDNN
 #include <dlfcn.h>

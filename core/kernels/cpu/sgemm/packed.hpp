@@ -1,7 +1,12 @@
 /// @file
-/// @brief The building blocks of the packed GEMM (gemm_packed_simd.cpp), shared with the
-/// threaded version (gemm_threaded.cpp): micro-kernels per instruction set, the block
-/// sizes, and the single-threaded packed algorithm over one block of C.
+/// @brief The building blocks of version 4 of the CPU GEMM family (sgemm.hpp lists the
+/// versions), one step per file, shared with version 5 (5_threaded.cpp):
+///
+///   step a, packing (4a_packing.cpp):            transpose_into_sliver, pack_a, pack_b
+///   step b, micro-kernels (4b_micro_kernels.cpp): MicroKernel per instruction set, the
+///           run-time choice among them, and the block sizes that go with each
+///   step c, the loops (4c_packed_simd.cpp):       gemm_packed_block, Goto's loops around
+///           the micro-kernel over one block of C
 ///
 /// Owns: which micro-kernel runs (chosen at run time from what the CPU reports, or forced
 /// by tests and benchmarks). Knows nothing about tensors or threads.
@@ -15,6 +20,8 @@
 #include "kernels/gemm.hpp"
 
 namespace gl::kernels::packed {
+
+// ---- step b: the micro-kernels --------------------------------------------------------
 
 /// The instruction sets a micro-kernel is written for, slowest first.
 enum class Isa { Portable, Avx2, Avx512 };
@@ -57,6 +64,8 @@ void force_isa(std::optional<Isa> isa);
 /// The instruction set the packed kernels use now.
 Isa active_isa();
 
+// ---- step a: packing ------------------------------------------------------------------
+
 /// One sliver of a transposed operand: dst[k * nr + j] = src[j * ld + k] for j < cols
 /// and k < kc, and zeros for cols <= j < nr. The transposing part of pack_a (A stored
 /// M x K) and of pack_b (B stored N x K). On AVX-512 a full sliver is transposed in
@@ -75,6 +84,8 @@ void pack_a(const GemmArgs<float>& g, std::int64_t i0, std::int64_t mc, std::int
 /// zeros right of the last column. @p dst needs ceil(nc / NR) * NR * kc floats.
 void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int64_t j0,
             std::int64_t nc, int nr, float* dst);
+
+// ---- step c: the loops around the micro-kernel ----------------------------------------
 
 /// The packed algorithm (Goto's loops around the micro-kernel) on rows [i0, i1) and
 /// columns [j0, j1) of C, on the calling thread, with the active micro-kernel.

@@ -13,7 +13,8 @@
 #include <algorithm>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_packed.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
 #include "parallel/thread_pool.hpp"
 
 namespace gl::kernels {

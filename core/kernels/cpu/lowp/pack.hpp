@@ -1,4 +1,4 @@
-// Packing for the low-precision GEMM kernels (bf16_avx512, fp16_avx512fp16, bf16_amx).
+// Packing for the low-precision GEMM paths (bf16_avx512, fp16_avx512fp16, bf16_amx).
 //
 // The 16-bit dot-product instructions read K in groups: vdpbf16ps and AMX's tdpbf16ps
 // multiply *pairs* of bf16 along K and add both products into one FP32 lane, so B is

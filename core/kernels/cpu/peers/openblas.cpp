@@ -1,7 +1,7 @@
 // OpenBLAS as a GEMM peer (cblas_sgemm / cblas_dgemm): a Goto-style library tuned by
 // hand in assembly per CPU family, so the teaching kernels can be measured against it in
 // the same run. Registered only when the build found OpenBLAS (libopenblas-dev).
-#include "kernels/gemm.hpp"
+#include "kernels/cpu/peers/peers.hpp"
 
 #if GRADLAB_HAVE_OPENBLAS
 #include <cblas.h>

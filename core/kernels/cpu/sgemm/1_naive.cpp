@@ -2,7 +2,7 @@
 // One dot product per output element. It is obviously right, so every other kernel is
 // tested against it, and it is slow because the inner loop walks B down a column
 // (a new cache line per step when B is not transposed).
-#include "kernels/gemm.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
 
 namespace gl::kernels {
 namespace {

@@ -2,7 +2,7 @@
 // so the teaching kernels can be compared with it and tested against it.
 #include <Eigen/Core>
 
-#include "kernels/gemm.hpp"
+#include "kernels/cpu/peers/peers.hpp"
 
 namespace gl::kernels {
 namespace {

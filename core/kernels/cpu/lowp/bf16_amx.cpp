@@ -1,10 +1,10 @@
-// Low-precision GEMM, version 5: AMX-BF16 tiles (Sapphire Rapids and later).
+// Low-precision GEMM, the AMX-BF16 path: tile instructions (Sapphire Rapids and later).
 //
 // AMX adds eight 2-D tile registers of up to 16 rows x 64 bytes and one instruction,
 // tdpbf16ps, that multiplies a 16 x 32 bf16 tile of A by a 32 x 16 bf16 tile of B (packed
 // in K pairs, like vdpbf16ps) and adds the 16 x 16 FP32 result into a third tile: 16,384
 // multiply-adds per instruction. The kernel packs A into 16 x 32 tiles and B into
-// 16-pair x 16-column tiles (gemm_lowp_pack.hpp), and computes each 16 x 16 block of C
+// 16-pair x 16-column tiles (pack.hpp), and computes each 16 x 16 block of C
 // in one accumulator tile over all of K. Deliberately the plainest correct tile loop: one
 // accumulator, no tile reuse across blocks.
 //
@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "kernels/cpu/gemm_lowp_pack.hpp"
+#include "kernels/cpu/lowp/pack.hpp"
+#include "kernels/cpu/lowp/paths.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__) && defined(__linux__)

@@ -1,12 +1,12 @@
-// Low-precision GEMM, version 2: convert, then FP32 GEMM. Widen both operands to float32
-// (F16C's vcvtph2ps where the CPU has it, a shift for bfloat16), then run the fastest
-// FP32 kernel. It costs O(MK + KN) conversions on top of the O(MNK) FP32 work, so it is
-// never faster than FP32: 16-bit *storage* saves memory and bandwidth, not arithmetic.
-// This is the portable path every CPU can run.
+// Low-precision GEMM, the portable path: convert, then FP32 GEMM. Widen both operands to
+// float32 (F16C's vcvtph2ps where the CPU has it, a shift for bfloat16), then run the
+// fastest FP32 kernel. It costs O(MK + KN) conversions on top of the O(MNK) FP32 work, so
+// it is never faster than FP32: 16-bit *storage* saves memory and bandwidth, not
+// arithmetic. Every CPU can run it.
 #include <vector>
 
+#include "kernels/cpu/lowp/paths.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/gemm_lowp.hpp"
 #include "numerics/convert.hpp"
 
 namespace gl::kernels {

@@ -1,0 +1,40 @@
+/// @file
+/// @brief Established GEMM libraries behind the registry's interface (kernels/gemm.hpp),
+/// as peers of the CPU FP32 family (kernels/cpu/sgemm/sgemm.hpp): benchmarks put them in
+/// the same table, tests use them as oracles. None of them is one of our versions, and
+/// none is hidden behind one.
+///
+///   eigen.cpp     Eigen 3: header-only C++ templates, always built
+///   openblas.cpp  OpenBLAS cblas_sgemm: Goto's algorithm with micro-kernels hand-written
+///                 in assembly per CPU family (built when libopenblas-dev is found)
+///   onednn.cpp    oneDNN dnnl_sgemm: GEMM code generated at run time (JIT) for the exact
+///                 CPU (built when libdnnl-dev is found)
+///
+/// The libraries keep thread pools of their own; each peer sets its pool to
+/// gl::get_num_threads() before a call, so a comparison is at equal thread counts.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+
+namespace gl::kernels {
+
+/// @cond
+// One function per peer's file; nullopt when the build did not find the library.
+GemmKernel gemm_eigen_kernel();
+std::optional<GemmKernel> gemm_openblas_kernel();
+std::optional<GemmKernel> gemm_onednn_kernel();
+/// @endcond
+
+/// The peer libraries this build found, in the order above: what the GEMM registry lists
+/// after our versions.
+inline std::vector<GemmKernel> cpu_gemm_peers() {
+    std::vector<GemmKernel> peers{gemm_eigen_kernel()};
+    for (const auto& peer : {gemm_openblas_kernel(), gemm_onednn_kernel()})
+        if (peer) peers.push_back(*peer);
+    return peers;
+}
+
+}  // namespace gl::kernels
