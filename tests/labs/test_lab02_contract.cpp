@@ -14,7 +14,7 @@
 
 #include "contract.hpp"
 #include "graded.hpp"
-#include "kernels/cpu/gemm_packed.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
 
