@@ -181,6 +181,27 @@ TEST(Lab07, ContractCheckpointOfAFunctionReturningItsInput) {
                                   "handle of the result, or the input's own history is lost";
 }
 
+TEST(Lab07, ContractCheckpointRecomputesWithGradientsOnlyWhereNeeded) {
+    // checkpoint(fn, {a, b}) where only b needs a gradient (a is data): the recompute must
+    // not ask for a's (a leaf that requires grad costs a whole extra backward GEMM).
+    auto run = [&]() -> std::vector<std::int64_t> {  // for each call of fn, each input's requires_grad
+        std::vector<std::int64_t> seen;
+        Tensor w = from_vector<float>({1.5f, -2.0f}, {2}).set_requires_grad();
+        const Tensor a = from_vector<float>({0.5f, 3.0f}, {2});
+        const Tensor b = mul(from_vector<float>({1.0f, 2.0f}, {2}), w);
+        const CheckpointFn fn = [&](const std::vector<Tensor>& in) {
+            for (const Tensor& x : in) seen.push_back(x.requires_grad() ? 1 : 0);
+            return mul(mul(in[0], in[1]), w);
+        };
+        sum(checkpoint(fn, std::vector<Tensor>{a, b})).backward();
+        return seen;
+    };
+    const std::vector<std::int64_t> seen = graded::student<std::vector<std::int64_t>>("requires_grad in fn", run);
+    ASSERT_EQ(seen.size(), 4u) << "fn must run twice (forward, then once in backward), with both inputs";
+    EXPECT_EQ(seen[2], 0) << "the recomputed input a (data, its edge is null) must not require grad";
+    EXPECT_EQ(seen[3], 1) << "the recomputed input b (its gradient is wanted) must require grad";
+}
+
 // ---- the segment policy ------------------------------------------------------------------
 
 TEST(Lab07, ContractSegmentPolicyAndSplitForEveryN) {
