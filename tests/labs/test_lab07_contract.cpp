@@ -164,21 +164,27 @@ TEST(Lab07, ContractCheckpointMemoryInEveryCategory) {
 }
 
 TEST(Lab07, ContractCheckpointOfAFunctionReturningItsInput) {
-    // y = checkpoint(identity)(h) with h = x * w: the gradient must reach w through h's
-    // own history, which the checkpoint must not rewire.
-    auto run = [&](bool use_checkpoint) -> std::vector<float> {
-        Tensor w = from_vector<float>({2.0f, -3.0f, 0.5f}, {3}).set_requires_grad();
-        const Tensor x = from_vector<float>({1.0f, 4.0f, -2.0f}, {3});
-        const Tensor h = mul(x, w);
-        const Tensor y = use_checkpoint ? checkpoint([](const Tensor& t) { return t; }, h) : h;
-        sum(mul(y, y)).backward();
-        if (!w.grad().defined()) return {};
-        return w.grad().to_vector<float>();
-    };
-    const std::vector<float> want{2 * 2.0f * 1 * 1, 2 * -3.0f * 4 * 4, 2 * 0.5f * -2 * -2};  // d(sum (x w)^2)/dw = 2 x^2 w
-    ASSERT_EQ(run(false), want) << "the test's own arithmetic";
-    EXPECT_EQ(graded::student<std::vector<float>>("w.grad", [&] { return run(true); }), want) << "checkpoint of a function that returns its input: record the node on a detached "
-                                  "handle of the result, or the input's own history is lost";
+    // y = checkpoint(identity)(h), with h = x * w (a result) or h = w itself (a leaf): the
+    // gradient must reach w, through h's own history, which the checkpoint must not
+    // rewire, or into the leaf, which must stay a leaf.
+    for (bool leaf : {false, true}) {
+        auto run = [&](bool use_checkpoint) -> std::vector<float> {
+            Tensor w = from_vector<float>({2.0f, -3.0f, 0.5f}, {3}).set_requires_grad();
+            const Tensor x = from_vector<float>({1.0f, 4.0f, -2.0f}, {3});
+            const Tensor h = leaf ? w : mul(x, w);
+            const Tensor y = use_checkpoint ? checkpoint([](const Tensor& t) { return t; }, h) : h;
+            sum(mul(y, y)).backward();
+            if (!w.grad().defined()) return {};
+            return w.grad().to_vector<float>();
+        };
+        // d(sum h^2)/dw = 2 x^2 w, or 2 w for h = w
+        const std::vector<float> want = leaf ? std::vector<float>{4.0f, -6.0f, 1.0f}
+                                             : std::vector<float>{2 * 2.0f * 1 * 1, 2 * -3.0f * 4 * 4, 2 * 0.5f * -2 * -2};
+        ASSERT_EQ(run(false), want) << "the test's own arithmetic";
+        EXPECT_EQ(graded::student<std::vector<float>>("w.grad", [&] { return run(true); }), want)
+            << "checkpoint of a function that returns its input (" << (leaf ? "a leaf" : "a result")
+            << "): record the node on a detached handle of the result, or the input's own history is lost";
+    }
 }
 
 TEST(Lab07, ContractCheckpointRecomputesWithGradientsOnlyWhereNeeded) {
