@@ -187,6 +187,25 @@ TEST(Lab07, ContractCheckpointOfAFunctionReturningItsInput) {
     }
 }
 
+TEST(Lab07, ContractCheckpointLeavesItsInputsAlone) {
+    // checkpoint(identity) on data x and on a result h: afterwards x is still a leaf with no
+    // history, and h keeps its own history (the result is another handle).
+    auto run = [&]() -> std::vector<bool> {
+        Tensor w = from_vector<float>({2.0f, -3.0f}, {2}).set_requires_grad();
+        const Tensor x = from_vector<float>({1.0f, 4.0f}, {2});
+        const Tensor h = mul(x, w);
+        const Node* h_history = h.grad_fn().get();
+        const Tensor y1 = checkpoint([](const Tensor& t) { return t; }, x);
+        const Tensor y2 = checkpoint([](const Tensor& t) { return t; }, h);
+        return {x.grad_fn() == nullptr, h.grad_fn().get() == h_history, y2.grad_fn() != nullptr};
+    };
+    const std::vector<bool> got = graded::student<std::vector<bool>>("inputs after checkpoint", run);
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_TRUE(got[0]) << "checkpoint(identity, x) gave the data tensor x a history: record on a detached handle";
+    EXPECT_TRUE(got[1]) << "checkpoint(identity, h) replaced h's own history: record on a detached handle";
+    EXPECT_TRUE(got[2]) << "the checkpoint's result must be recorded (it has a history)";
+}
+
 TEST(Lab07, ContractCheckpointRecomputesWithGradientsOnlyWhereNeeded) {
     // checkpoint(fn, {a, b}) where only b needs a gradient (a is data): the recompute must
     // not ask for a's (a leaf that requires grad costs a whole extra backward GEMM).
