@@ -195,5 +195,53 @@ TEST(Lab08, ContractDdpLaunchCounters) {
     }
 }
 
+// y = x P computed as t(t(P) t(x)): P's gradient arrives as a transposed view (the
+// engine hands a leaf the bytes it computed, with their strides).
+class TransposedProduct final : public nn::Module {
+public:
+    explicit TransposedProduct(Tensor p) { p_ = register_parameter("p", std::move(p)); }
+    Tensor forward(const Tensor& x) override { return t(matmul(t(p_), t(x))); }
+    std::string describe() const override { return "TransposedProduct"; }
+
+private:
+    Tensor p_;
+};
+
+TEST(Lab08, ContractDdpStridedGradients) {
+    // Each rank's own gradient, computed without DDP, for every rank's local batch; DDP
+    // must leave their mean in P.grad on every rank.
+    constexpr std::int64_t kLocal = 4;
+    for (int n : {2, 3}) {
+        on_workers(n, [&](Communicator& c) {
+            Rng rng(84);
+            const Tensor p0 = rand_uniform({8, 3}, -1, 1, rng);
+            const Batch global = testing::global_batch(kLocal * c.size(), 9);
+            std::vector<float> mean(24, 0.0f);
+            for (int r = 0; r < c.size(); ++r) {
+                TransposedProduct alone(p0.clone());
+                const Batch mine = testing::rows_of(global, kLocal * r, kLocal);
+                cross_entropy(alone.forward(mine.inputs), mine.targets).backward();
+                const std::vector<float> g = alone.parameters()[0].grad().contiguous().to_vector<float>();
+                for (std::size_t i = 0; i < g.size(); ++i) mean[i] += g[i] / static_cast<float>(c.size());
+            }
+            auto run = [&]() -> std::vector<float> {
+                auto model = std::make_shared<TransposedProduct>(p0.clone());
+                DistributedDataParallel ddp(model, c, {.bucket_bytes = 64, .algo = AllReduceAlgo::ReduceBroadcast});
+                const Batch mine = testing::rows_of(global, kLocal * c.rank(), kLocal);
+                cross_entropy(ddp.forward(mine.inputs), mine.targets).backward();
+                return model->parameters()[0].grad().contiguous().to_vector<float>();
+            };
+            const std::vector<float> got =
+                graded::student<std::vector<float>>("P.grad on rank " + std::to_string(c.rank()), run);
+            ASSERT_EQ(got.size(), mean.size());
+            for (std::size_t i = 0; i < mean.size(); ++i)
+                ASSERT_NEAR(got[i], mean[i], 1e-6) << "rank " << c.rank() << " of " << c.size() << ", P.grad element " << i
+                                                   << ": a gradient that arrives as a strided view must be copied into "
+                                                      "its bucket in logical order (make it contiguous)";
+        });
+        if (HasFatalFailure()) return;
+    }
+}
+
 }  // namespace
 }  // namespace gl::dist
