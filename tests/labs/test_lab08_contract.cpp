@@ -195,49 +195,56 @@ TEST(Lab08, ContractDdpLaunchCounters) {
     }
 }
 
-// y = x P computed as t(t(P) t(x)): P's gradient arrives as a transposed view (the
-// engine hands a leaf the bytes it computed, with their strides).
-class TransposedProduct final : public nn::Module {
+// y = (x B) A with A registered first: in backward A's gradient arrives first, so the
+// bucket holding A (the last bucket: buckets are filled from the last parameter) is full
+// before the first one. B is used as t(t(B)), so its gradient arrives as a strided view.
+class OutOfOrderProduct final : public nn::Module {
 public:
-    explicit TransposedProduct(Tensor p) { p_ = register_parameter("p", std::move(p)); }
-    Tensor forward(const Tensor& x) override { return t(matmul(t(p_), t(x))); }
-    std::string describe() const override { return "TransposedProduct"; }
+    OutOfOrderProduct(Tensor a, Tensor b) {
+        a_ = register_parameter("a", std::move(a));
+        b_ = register_parameter("b", std::move(b));
+    }
+    Tensor forward(const Tensor& x) override { return matmul(t(matmul(t(b_), t(x))), a_); }
+    std::string describe() const override { return "OutOfOrderProduct"; }
 
 private:
-    Tensor p_;
+    Tensor a_, b_;
 };
 
-TEST(Lab08, ContractDdpStridedGradients) {
-    // Each rank's own gradient, computed without DDP, for every rank's local batch; DDP
-    // must leave their mean in P.grad on every rank.
+TEST(Lab08, ContractDdpGradientsOutOfBucketOrder) {
+    // Each rank's own gradients, computed without DDP, for every rank's local batch; DDP
+    // must leave their mean on every rank.
     constexpr std::int64_t kLocal = 4;
     for (int n : {2, 3}) {
         on_workers(n, [&](Communicator& c) {
             Rng rng(84);
-            const Tensor p0 = rand_uniform({8, 3}, -1, 1, rng);
+            const Tensor a0 = rand_uniform({3, 3}, -1, 1, rng), b0 = rand_uniform({8, 3}, -1, 1, rng);
             const Batch global = testing::global_batch(kLocal * c.size(), 9);
-            std::vector<float> mean(24, 0.0f);
+            std::vector<float> mean(9 + 24, 0.0f);
             for (int r = 0; r < c.size(); ++r) {
-                TransposedProduct alone(p0.clone());
+                OutOfOrderProduct alone(a0.clone(), b0.clone());
                 const Batch mine = testing::rows_of(global, kLocal * r, kLocal);
                 cross_entropy(alone.forward(mine.inputs), mine.targets).backward();
-                const std::vector<float> g = alone.parameters()[0].grad().contiguous().to_vector<float>();
+                std::vector<float> g = alone.parameters()[0].grad().contiguous().to_vector<float>();
+                for (float x : alone.parameters()[1].grad().contiguous().to_vector<float>()) g.push_back(x);
                 for (std::size_t i = 0; i < g.size(); ++i) mean[i] += g[i] / static_cast<float>(c.size());
             }
             auto run = [&]() -> std::vector<float> {
-                auto model = std::make_shared<TransposedProduct>(p0.clone());
-                DistributedDataParallel ddp(model, c, {.bucket_bytes = 64, .algo = AllReduceAlgo::ReduceBroadcast});
+                auto model = std::make_shared<OutOfOrderProduct>(a0.clone(), b0.clone());
+                DistributedDataParallel ddp(model, c, {.bucket_bytes = 16, .algo = AllReduceAlgo::ReduceBroadcast});
                 const Batch mine = testing::rows_of(global, kLocal * c.rank(), kLocal);
                 cross_entropy(ddp.forward(mine.inputs), mine.targets).backward();
-                return model->parameters()[0].grad().contiguous().to_vector<float>();
+                std::vector<float> g = model->parameters()[0].grad().contiguous().to_vector<float>();
+                for (float x : model->parameters()[1].grad().contiguous().to_vector<float>()) g.push_back(x);
+                return g;
             };
             const std::vector<float> got =
-                graded::student<std::vector<float>>("P.grad on rank " + std::to_string(c.rank()), run);
+                graded::student<std::vector<float>>("gradients on rank " + std::to_string(c.rank()), run);
             ASSERT_EQ(got.size(), mean.size());
             for (std::size_t i = 0; i < mean.size(); ++i)
-                ASSERT_NEAR(got[i], mean[i], 1e-6) << "rank " << c.rank() << " of " << c.size() << ", P.grad element " << i
-                                                   << ": a gradient that arrives as a strided view must be copied into "
-                                                      "its bucket in logical order (make it contiguous)";
+                ASSERT_NEAR(got[i], mean[i], 1e-6)
+                    << "rank " << c.rank() << " of " << c.size() << ", gradient element " << i
+                    << ": the last bucket filled first; when the first one fills, launch it and every full one after it";
         });
         if (HasFatalFailure()) return;
     }
