@@ -7,7 +7,10 @@
 // that never loads it can decide.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -198,6 +201,80 @@ TEST(Lab01, ContractBackwardWalkWhenOneGradientReachesTwoNodes) {
                              << ": w1.grad = x (c + d), w2.grad = x c; sum gradients into a new tensor (add), "
                                 "never in place into one that another node also received";
     }
+}
+
+TEST(Lab01, ContractBackwardWalkOnRandomGraphs) {
+    // Random graphs of add and mul over three leaves, where many intermediate results feed
+    // several later ones. The leaves' gradients are computed here by hand (reverse mode
+    // over the op list), and must match the engine's exactly.
+    Rng rng(16);
+    for (int trial = 0; trial < 100; ++trial) {
+        struct Op {
+            int kind, lhs, rhs;  // kind 0: add, 1: mul; operands are earlier values
+        };
+        std::vector<Op> ops;
+        const int leaves = 3, count = static_cast<int>(labs::pick(rng, 2, 14));
+        for (int i = 0; i < count; ++i)
+            ops.push_back({static_cast<int>(rng.below(2)), static_cast<int>(rng.below(static_cast<std::uint64_t>(leaves + i))),
+                           static_cast<int>(rng.below(static_cast<std::uint64_t>(leaves + i)))});
+        std::vector<double> leaf_values;
+        for (int l = 0; l < leaves; ++l) leaf_values.push_back(std::round(rng.uniform(-2, 2) * 4) / 4);  // exact in binary
+        // By hand: forward values, then the adjoints in reverse.
+        std::vector<double> v = leaf_values;
+        for (const Op& op : ops) v.push_back(op.kind == 0 ? v[op.lhs] + v[op.rhs] : v[op.lhs] * v[op.rhs]);
+        std::vector<double> adj(v.size(), 0.0);
+        adj.back() = 1.0;
+        for (int i = count - 1; i >= 0; --i) {
+            const Op& op = ops[static_cast<std::size_t>(i)];
+            const double g = adj[static_cast<std::size_t>(leaves + i)];
+            adj[op.lhs] += op.kind == 0 ? g : g * v[op.rhs];
+            adj[op.rhs] += op.kind == 0 ? g : g * v[op.lhs];
+        }
+        auto run = [&]() -> std::vector<double> {
+            std::vector<Tensor> t;
+            for (double x : leaf_values) t.push_back(from_vector<double>({x}, {1}).set_requires_grad());
+            for (const Op& op : ops) t.push_back(op.kind == 0 ? add(t[op.lhs], t[op.rhs]) : mul(t[op.lhs], t[op.rhs]));
+            sum(t.back()).backward();
+            std::vector<double> out;
+            for (int l = 0; l < leaves; ++l) out.push_back(t[l].grad().defined() ? t[l].grad().item() : 0.0);
+            return out;
+        };
+        const std::vector<double> got = graded::student<std::vector<double>>("leaf gradients", run);
+        for (int l = 0; l < leaves; ++l)
+            ASSERT_NEAR(got[static_cast<std::size_t>(l)], adj[static_cast<std::size_t>(l)], 1e-9 * (1 + std::abs(adj[l])))
+                << "graph " << trial << " (" << count << " ops), leaf " << l
+                << ": sum the gradients reaching a node into a new tensor; never add in place into one that "
+                   "another node may hold too";
+    }
+}
+
+// Runs fn on a thread whose stack is only @p bytes long.
+void on_small_stack(std::size_t bytes, const std::function<void()>& fn) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, bytes);
+    pthread_t thread;
+    const auto body = [](void* f) -> void* {
+        (*static_cast<const std::function<void()>*>(f))();
+        return nullptr;
+    };
+    ASSERT_EQ(pthread_create(&thread, &attr, body, const_cast<std::function<void()>*>(&fn)), 0);
+    pthread_join(thread, nullptr);
+    pthread_attr_destroy(&attr);
+}
+
+TEST(Lab01, ContractTopologicalOrderOnASmallStack) {
+    // A chain of 20,000 ops, ordered on a thread with a 256 KiB stack: an explicit stack
+    // needs almost none of it, recursion overflows it (and crashes the test).
+    const Tensor x = from_vector<double>({1.0}, {1}).set_requires_grad();
+    Tensor h = x;
+    for (int i = 0; i < 20000; ++i) h = h * 1.0;
+    auto run = [&]() -> std::int64_t {
+        std::int64_t n = -1;
+        on_small_stack(256 << 10, [&] { n = static_cast<std::int64_t>(topological_order(h.grad_fn().get()).size()); });
+        return n;
+    };
+    EXPECT_EQ(graded::student<std::int64_t>("topological_order on a small stack", run), 20001);
 }
 
 TEST(Lab01, ContractTopologicalOrderOnRandomGraphs) {
