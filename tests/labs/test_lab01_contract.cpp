@@ -10,7 +10,9 @@
 #include <pthread.h>
 
 #include <cmath>
+#include <exception>
 #include <functional>
+#include <stdexcept>
 #include <limits>
 #include <map>
 #include <set>
@@ -248,19 +250,30 @@ TEST(Lab01, ContractBackwardWalkOnRandomGraphs) {
     }
 }
 
-// Runs fn on a thread whose stack is only @p bytes long.
+// Runs fn on a thread whose stack is only @p bytes long; its exception is rethrown here.
 void on_small_stack(std::size_t bytes, const std::function<void()>& fn) {
+    struct Call {
+        const std::function<void()>& fn;
+        std::exception_ptr error;
+    } call{fn, nullptr};
+    const auto body = [](void* p) -> void* {
+        auto* c = static_cast<Call*>(p);
+        try {
+            c->fn();
+        } catch (...) {
+            c->error = std::current_exception();
+        }
+        return nullptr;
+    };
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, bytes);
     pthread_t thread;
-    const auto body = [](void* f) -> void* {
-        (*static_cast<const std::function<void()>*>(f))();
-        return nullptr;
-    };
-    ASSERT_EQ(pthread_create(&thread, &attr, body, const_cast<std::function<void()>*>(&fn)), 0);
-    pthread_join(thread, nullptr);
+    const int started = pthread_create(&thread, &attr, body, &call);
     pthread_attr_destroy(&attr);
+    if (started != 0) throw std::runtime_error("could not start a thread");
+    pthread_join(thread, nullptr);
+    if (call.error) std::rethrow_exception(call.error);
 }
 
 TEST(Lab01, ContractTopologicalOrderOnASmallStack) {
