@@ -19,11 +19,13 @@ Grades three submissions with tools/grade.py and checks each result:
                  costs seconds, not the rubric's minutes. Lab 08: the "ring reduce-scatter"
                  region replaced by a ring in which every rank sends before it receives:
                  the "Ring" items score 0 saying "deadlock", a sampler item keeps its points;
+  (d) hostile    the lab's hostile submissions (tests/tools/hostile/NN/: attacks on the
+                 grader) score only their honest work, change nothing, leave no process;
 
 and finally that the repository's `git status` is the same before and after.
 
-The three gradings share one work folder outside the repository, so the later builds only
-recompile the lab's files. Prints PASS or FAIL per check; exit status 0 when all pass,
+The gradings share one work folder outside the repository and the grader's cache (the
+trusted build, the lab's base builds), so each compiles only the lab's files. Prints PASS or FAIL per check; exit status 0 when all pass,
 1 when one fails, 2 on bad arguments.
 """
 
@@ -117,12 +119,15 @@ class Graded:
         return self.results["tests"] if self.results else []
 
 
+GRADER_OPTIONS: list[str] = []  # --cache, --trusted-build, --no-sanitizer: passed on to grade.py
+
+
 def run_grader(lab: str, submission: Path, work: Path, name: str, jobs: int,
                timeout: float | None, wall_limit: float) -> Graded:
     """Runs tools/grade.py as a student submission would be graded, in a shared work folder."""
     out = work.parent / f"{name}.json"
     command = [sys.executable, str(GRADE), "--lab", lab, str(submission), "--work", str(work),
-               "--keep", "--jobs", str(jobs), "--out", str(out)]
+               "--keep", "--jobs", str(jobs), "--out", str(out), *GRADER_OPTIONS]
     if timeout:
         command += ["--timeout", f"{timeout:g}"]
     start = time.monotonic()
@@ -248,6 +253,21 @@ def check_hang(checks: Checks, lab: grade.Lab, case: HangCase, reference: Graded
                   log_if_unusable(graded))
 
 
+def check_hostile(checks: Checks, lab: grade.Lab, trusted: Path | None) -> None:
+    """(d) each hostile submission of tests/tools/hostile/NN/ scores only its honest work,
+    changes nothing and leaves no process (see tests/tools/test_hostile.py)."""
+    sys.path.insert(0, str(REPO / "tests" / "tools"))
+    import test_hostile  # noqa: E402  (the cases and how each is judged)
+    for case in test_hostile.cases(lab.number):
+        name = f"(d) hostile: {case.folder.name}"
+        reason = test_hostile.skip_reason(case)
+        if reason:
+            print(f"SKIP  {name}: {reason}")
+            continue
+        problems, summary = test_hostile.grade_case(case, trusted, GRADER_OPTIONS)
+        checks.report(name, problems, summary)
+
+
 def wall_limit(lab: grade.Lab, timeout: float | None) -> float:
     """How long one grading may take before the check calls the grader hung."""
     rubric = grade.load_rubric(lab)
@@ -275,7 +295,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="parallel compile jobs and rubric items (default 2)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work folder (submissions, build, results)")
+    parser.add_argument("--cache", type=Path, help="the grader's cache (see grade.py --cache)")
+    parser.add_argument("--trusted-build", type=Path,
+                        help="an existing build of this repository to use as the trusted build")
+    parser.add_argument("--no-sanitizer", action="store_true",
+                        help="skip the grader's ASan/UBSan build (see grade.py)")
+    parser.add_argument("--no-hostile", action="store_true",
+                        help="skip the hostile submissions of tests/tools/hostile/NN/")
     args = parser.parse_args(argv)
+    GRADER_OPTIONS.extend(["--cache", str(args.cache)] if args.cache else [])
+    GRADER_OPTIONS.extend(["--trusted-build", str(args.trusted_build)] if args.trusted_build else [])
+    GRADER_OPTIONS.extend(["--no-sanitizer"] if args.no_sanitizer else [])
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     try:
@@ -287,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
 
     before = git_status()
     root = Path(tempfile.mkdtemp(prefix="gradlab-check-grading-"))
+    root.chmod(0o755)  # the sandbox user must pass it to reach the staged tree in work/
     work = root / "work"  # shared by the three gradings: later builds are incremental
     checks = Checks()
     print(f"checking the grader on lab {lab.number} (work folder {root})", flush=True)
@@ -299,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         elif case:
             checks.report(f"(c) a hang in {case.region} times out", ["skipped: the reference "
                           "could not be graded"], "not run")
+        if not args.no_hostile:
+            check_hostile(checks, lab, args.trusted_build)
     except grade.UsageError as e:
         print(f"check_grading.py: error: {e}", file=sys.stderr)
         return 2

@@ -11,15 +11,24 @@ Gradescope stores flat uploads) when that name is unique among the lab's files; 
 the submission lacks is taken from the pristine handout. Everything else in the
 submission is ignored, and listed as ignored.
 
-Steps, all inside a work folder outside the repository (a fresh temporary one unless
---work is given; removed at the end unless --keep):
-  1. work/student/<core path>: the submission's files, or the handout's;
-  2. meson setup work/build -Dstudent=NN -Dstudent_dir=work/student, then build the
-     rubric's test executable (a compile error scores 0 on every item, with the errors);
-  3. each rubric item runs its GoogleTest filter in a child process of its own, with a
-     wall-clock timeout and a memory limit; it earns its points when at least one test ran
-     and none failed or was skipped;
-  4. a score table on stdout and Gradescope's results.json (--out, or work/results.json).
+Steps (the work folder is outside the repository: a fresh temporary one unless --work is
+given; removed at the end unless --keep). Every setup check comes first: a bad --out (a
+folder, inside the repository, not writable), no sandbox (bubblewrap missing or not
+permitted), no process can start, a full disk: exit status 3 with one line, before any build.
+  1. the trusted build of the pristine repository and the lab's base builds (release and
+     ASan/UBSan, compiled from the handout stubs) are brought up to date in the cache
+     (tools/grade_build.py: built once, then incremental);
+  2. work/src: a copy of the repository without solutions/, .git or build folders, in
+     which the lab's core files ARE the submission's files (else the handout's): no
+     reference of them exists in it. work/build*: copies of the base builds;
+  3. in the sandbox (tools/sandbox.py: an unprivileged user, no network, only work/src
+     read-only and its own build folder writable, limits on processes, CPU, memory and
+     output), ninja recompiles the student's files (a compile error scores 0 on every
+     item, with the errors), release and then ASan/UBSan;
+  4. each rubric item runs its GoogleTest filter in the sandbox, its whole process tree
+     gone before its verdict; correctness items again in the ASan/UBSan build;
+  5. a score table on stdout and Gradescope's results.json (--out, or work/results.json),
+     written after every process of the submission is gone.
 
 The rubric is labs/NN-name/rubric.json:
 
@@ -32,8 +41,8 @@ The rubric is labs/NN-name/rubric.json:
 tests/<test_target>. An item with `"exclusive": true` (a timed one) runs after the others,
 alone, so that its timing does not depend on what else the grader runs beside it. Grading never writes into the repository.
 
-Exit status: 0 graded (whatever the score); 2 bad arguments or a broken rubric; 3 the
-build could not be set up (a problem of the grading setup, not of the submission).
+Exit status: 0 graded (whatever the score); 2 bad arguments or a broken rubric; 3 a setup
+error (a problem of the grading setup, not of the submission; nothing is scored).
 """
 
 from __future__ import annotations
@@ -43,9 +52,7 @@ import json
 import math
 import os
 import re
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -58,13 +65,16 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # importing handout must not leave files in the repository
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handout  # noqa: E402  (the LAB region parser: maps "not implemented: what" to a file)
+import grade_build  # noqa: E402  (the trusted build, the staged tree, the sandboxed student build)
+import graded_run  # noqa: E402  (an item: the student's build computes, the trusted build checks)
+import sandbox  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WORK_MARKER = ".gradlab-grade-work"  # marks a folder this tool made, safe to clear and reuse
-CUDA_BIN = Path("/usr/local/cuda/bin")
-BUILD_TIMEOUT_S = 1800
 MAX_ITEM_OUTPUT = 3000  # characters of feedback per rubric item
 MAX_BUILD_OUTPUT = 6000  # characters of compiler errors per item
+MAX_RUN_OUTPUT = 8 << 20  # bytes of output one item's test process may print
+SANITIZER_SLOWDOWN = 3  # the sanitizer build's time limit: this times the item's
 
 SIGNAL_HINTS = {
     "SIGSEGV": "segmentation fault: a null or dangling pointer, or an index out of bounds?",
@@ -80,8 +90,7 @@ class UsageError(Exception):
     """Bad arguments or a broken rubric/lab layout: exit status 2."""
 
 
-class SetupError(Exception):
-    """The build could not be configured: a problem of the grading setup, exit status 3."""
+SetupError = grade_build.SetupError  # a problem of the grading setup: exit status 3
 
 
 # ---------------------------------------------------------------------------------------
@@ -249,21 +258,17 @@ def pick_submission_files(submission: Path, lab: Lab) -> Staged:
     return staged
 
 
-def stage_student_files(submission: Path, lab: Lab, student_dir: Path) -> Staged:
-    """Fills work/student/ with the lab's files: the submission's, else the handout's."""
-    staged = pick_submission_files(submission, lab)
-    if student_dir.exists():
-        shutil.rmtree(student_dir)
+def student_files(submission: Path, lab: Lab, staged: Staged) -> dict[str, Path]:
+    """Core path -> the file that stands for it: the submission's, else the handout's."""
+    files: dict[str, Path] = {}
     for core_path in lab.files:
         source = submission / staged.used[core_path] if core_path in staged.used \
             else lab.dir / core_path
         if not source.is_file():
             raise UsageError(f"{source}: the handout file is missing; "
                              f"run tools/handout.py generate")
-        target = student_dir / core_path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)  # a fresh timestamp, so ninja always recompiles it
-    return staged
+        files[core_path] = source
+    return files
 
 
 # ---------------------------------------------------------------------------------------
@@ -273,41 +278,78 @@ def stage_student_files(submission: Path, lab: Lab, student_dir: Path) -> Staged
 @dataclass
 class Build:
     ok: bool
-    binary: Path
+    student: grade_build.StudentBuild | None  # the release build (None: not built)
     errors: str  # trimmed compiler output when not ok
+    sanitized: grade_build.StudentBuild | None = None  # the ASan/UBSan build, when made
+    checker: Path | None = None  # the trusted build's test program (the same tests, pristine)
+
+    def programs(self, rubric: Rubric, sanitized: bool = False) -> "Programs":
+        """What an item runs: the student's test program (release or sanitized) and the
+        trusted checker; lab_student for timed items (release only)."""
+        student = self.sanitized if sanitized else self.student
+        lab_student = student.program("tests/lab_student")
+        has_lab_student = (student.build / "tests/lab_student").is_file() and not sanitized
+        return Programs(student.program(f"tests/{rubric.test_target}"), student.mounts(),
+                        lab_student if has_lab_student else None, self.checker, sanitized)
 
 
-def build_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if CUDA_BIN.is_dir():
-        env["PATH"] = f"{CUDA_BIN}{os.pathsep}{env.get('PATH', '')}"
-    return env
+def prepare_builds(lab: Lab, rubric: Rubric, args: argparse.Namespace) -> tuple[Path, Path]:
+    """Brings the trusted build and the lab's base builds up to date (incrementally);
+    returns (cache, the trusted build's test program). Call with the lab's lock held."""
+    cache = grade_build.make_cache(args.cache)
+    targets = [f"tests/{rubric.test_target}"]
+    trusted = (args.trusted_build or cache / "trusted").resolve()
+    if args.trusted_build and not (trusted / "meson-private").is_dir():
+        raise SetupError(f"--trusted-build {args.trusted_build}: not a meson build folder")
+    print(f"updating the trusted build ({trusted}) ...", flush=True)
+    grade_build.trusted_build(trusted, targets + ["tests/lab_reference"], args.jobs)
+    handouts = {core: lab.dir / core for core in lab.files}
+    for flavour in flavours(args):
+        grade_build.student_base(cache, lab.number, handouts, targets, flavour, args.jobs,
+                                 lambda line: print(line, flush=True))
+    return cache, trusted / targets[0]
 
 
-def build(work: Path, lab: Lab, rubric: Rubric, jobs: int) -> Build:
-    """Configures work/build in student mode and builds the rubric's test executable."""
-    build_dir, student_dir = work / "build", work / "student"
-    setup = ["meson", "setup", str(build_dir), str(REPO), f"-Dstudent={lab.number}",
-             f"-Dstudent_dir={student_dir}", "-Dbuildtype=release"]
-    if (build_dir / "meson-private").is_dir():
-        setup.insert(2, "--reconfigure")  # a reused work folder: rebuild only what changed
-    result = subprocess.run(setup, cwd=work, env=build_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")
-    if result.returncode != 0:
-        raise SetupError(f"meson setup failed:\n{tail(result.stdout, 40)}")
-    target = f"tests/{rubric.test_target}"
-    try:
-        result = subprocess.run(["ninja", "-C", str(build_dir), f"-j{jobs}", target], cwd=work,
-                                env=build_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", timeout=BUILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return Build(False, build_dir / target, f"the build took longer than {BUILD_TIMEOUT_S} s")
-    if result.returncode != 0 and f"unknown target '{target}'" in result.stdout:
-        raise SetupError(f"the build has no target {target}: fix test_target in "
-                         f"labs/{lab.folder}/rubric.json or the tests' meson.build")
-    if result.returncode != 0:
-        return Build(False, build_dir / target, compiler_errors(result.stdout, work))
-    return Build(True, build_dir / target, "")
+def flavours(args: argparse.Namespace) -> list[str]:
+    return ["release", "asan"] if args.sanitizer else ["release"]
+
+
+def build(work: Path, lab: Lab, rubric: Rubric, files: dict[str, Path],
+          args: argparse.Namespace) -> Build:
+    """The trusted build, the lab's base builds, then the student's build of the rubric's
+    test program in the sandbox: release, and (when it compiles) sanitized."""
+    cache = grade_build.make_cache(args.cache)
+    targets = [f"tests/{rubric.test_target}"]
+    with grade_build.locked(cache / f"lab{lab.number}.lock"):
+        _, checker = prepare_builds(lab, rubric, args)
+        base = grade_build.base_dir(cache, lab.number)
+        grade_build.stage_sources(base, work, files)
+        for flavour in flavours(args):
+            grade_build.copy_build(base, work, flavour)
+    print(f"building tests/{rubric.test_target} in the sandbox ...", flush=True)
+    release = grade_build.student_build(work, "release", targets, args.jobs)
+    result = Build(release.ok, release, "", None, checker)
+    if not release.ok:
+        result.errors = compiler_errors(release.errors, work)
+    elif args.sanitizer:
+        print("building the sanitizer (ASan + UBSan) build ...", flush=True)
+        result.sanitized = grade_build.student_build(work, "asan", targets, args.jobs)
+        if not result.sanitized.ok:
+            raise SetupError("the sanitizer build failed where the release build did not:\n"
+                             + tail(result.sanitized.errors, 40))
+    return result
+
+
+def prepare(args: argparse.Namespace) -> int:
+    """--prepare: the builds a grading reuses, made ahead (Gradescope's image setup)."""
+    lab = find_lab(args.lab)
+    rubric = load_rubric(lab)
+    cache = grade_build.make_cache(args.cache)
+    grade_build.check_machine(cache)
+    with grade_build.locked(cache / f"lab{lab.number}.lock"):
+        prepare_builds(lab, rubric, args)
+    print(f"lab {lab.number}: the trusted build and the base builds are ready in {cache}")
+    return 0
 
 
 def compiler_errors(log: str, work: Path) -> str:
@@ -335,10 +377,8 @@ def compiler_errors(log: str, work: Path) -> str:
 
 def shorten_paths(text: str, work: Path) -> str:
     """Shows the student's files and the framework's as repository paths."""
-    build_dir = work / "build"
-    for folder in (work / "student", REPO):
-        for prefix in (str(folder) + "/", os.path.relpath(folder, build_dir) + "/"):
-            text = text.replace(prefix, "")
+    for prefix in (f"{grade_build.INSIDE_SRC}/", f"{work}/src/", "../src/", f"{REPO}/"):
+        text = text.replace(prefix, "")
     return text
 
 
@@ -365,44 +405,42 @@ class Outcome:
         return self.item.points if self.passed else 0.0
 
 
-def limit_resources(memory_mb: int):
-    """A preexec_fn: caps the child's address space and disables core dumps.
+@dataclass
+class Programs:
+    """The programs an item runs: the student's build (as the sandbox sees it) and the
+    trusted build's checker."""
 
-    RLIMIT_AS counts reserved address space, not only memory in use. The CUDA driver
-    reserves far more address space than a GPU has memory, so a test that initialises
-    CUDA on a GPU machine would fail under this cap; a lab whose graded tests use the
-    GPU needs RLIMIT_DATA (which skips PROT_NONE reservations) or a cgroup instead."""
-    def apply() -> None:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+    student: Path  # the student's test program, its path inside the sandbox
+    mounts: list  # read-only sandbox mounts that make the student's build visible
+    lab_student: Path | None  # the student build's lab_student (inside), for timed items
+    checker: Path  # the trusted build's test program
+    sanitized: bool = False  # the student's ASan/UBSan build
+
+    def memory_mb(self, limit: int) -> int | None:
+        """The address-space limit: none for ASan, whose shadow memory reserves terabytes
+        (ASAN_OPTIONS caps its memory instead)."""
+        return None if self.sanitized else limit
+
+    def env(self, memory_mb: int) -> dict[str, str]:
+        if not self.sanitized:
+            return {}
+        return {"ASAN_OPTIONS": f"detect_leaks=0:hard_rss_limit_mb={memory_mb}:allocator_may_return_null=1",
+                "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
 
 
-def run_item(binary: Path, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
+def run_item(programs: Programs, item: Item, timeout_s: float, memory_mb: int, run_dir: Path,
              work: Path, lab: str) -> Outcome:
-    """Runs one rubric item's tests in their own process group and judges the result."""
+    """Runs one rubric item (the student's build computes in the sandbox, the trusted
+    checker decides: tools/graded_run.py) and judges the result."""
     run_dir.mkdir(parents=True)
-    report, log_path = run_dir / "gtest.json", run_dir / "output.txt"
-    command = [str(binary), f"--gtest_filter={item.name}", f"--gtest_output=json:{report}",
-               "--gtest_color=no"]
-    start = time.monotonic()
-    with open(log_path, "wb") as log:
-        child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                 preexec_fn=limit_resources(memory_mb))
-        try:
-            returncode = child.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)  # the test and anything it started
-            returncode = child.wait()
-            timed_out = True
-    seconds = time.monotonic() - start
-    output = shorten_paths(log_path.read_text(encoding="utf-8", errors="replace"), work)
-    outcome = judge(item, output, read_report(report, work), returncode, timed_out, timeout_s,
-                    memory_mb, lab)
-    outcome.seconds = seconds
+    limits = sandbox.Limits(cpu_s=8 * timeout_s + 10, memory_mb=programs.memory_mb(memory_mb),
+                            wall_s=timeout_s)
+    run = graded_run.run_item(
+        student_program=programs.student, student_mounts=programs.mounts,
+        lab_student=programs.lab_student, checker=programs.checker, gtest_filter=item.name,
+        timeout_s=timeout_s, limits=limits, run_dir=run_dir, env=programs.env(memory_mb))
+    outcome = judge(item, run, timeout_s, memory_mb, lab, work)
+    outcome.seconds = run.seconds
     return outcome
 
 
@@ -424,49 +462,43 @@ def not_implemented(text: str, lab: str) -> list[str]:
     return list(dict.fromkeys(what.strip() for what in found))
 
 
-def read_report(report: Path, work: Path) -> list[dict] | None:
-    """The tests GoogleTest reported (one dict per test, failure messages with short
-    paths), or None without a usable report."""
-    try:
-        data = json.loads(report.read_text(encoding="utf-8", errors="replace"))
-        tests = [dict(test, suite=suite["name"]) for suite in data.get("testsuites", [])
-                 for test in suite.get("testsuite", [])]
-        for test in tests:
-            test["failures"] = [shorten_paths(f["failure"], work) for f in test.get("failures", [])]
-        return tests
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, timed_out: bool,
-          timeout_s: float, memory_mb: int, lab: str) -> Outcome:
-    """Turns a finished (or killed) test run into a status and a message a student can act on."""
-    missing = not_implemented(output, lab)
-    if timed_out:
+def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int, lab: str,
+          work: Path) -> Outcome:
+    """Turns an item's two runs into a status and a message a student can act on. How the
+    student's run ended (a timeout, a crash, running out of memory) is reported from it;
+    whether the tests passed comes only from the trusted checker's report."""
+    compute = run.compute
+    output = shorten_paths(run.compute_output, work)
+    check_output = shorten_paths(run.check_output, work)
+    tests = run.tests
+    for test in tests or []:
+        test["failures"] = [shorten_paths(f, work) for f in test["failures"]]
+    missing = not_implemented(output + "\n" + check_output, lab)
+    if compute.timed_out:
         return Outcome(item, "timed out", f"timed out after {timeout_s:g} s{running_test(output)} "
                                           f"(an infinite loop or a deadlock?)")
-    if returncode != 0 and "bad_alloc" in output:
-        where = running_test(output) or "".join(
-            f" in {t['suite']}.{t['name']}" for t in tests or [] if t.get("failures"))
+    if compute.output_truncated:
+        return Outcome(item, "too much output", f"your program wrote more output than the grader "
+                                                f"reads{running_test(output)} (printing in a loop?)")
+    if compute.returncode != 0 and "bad_alloc" in output:
         return Outcome(item, "out of memory",
-                       f"ran out of memory (limit {memory_mb} MiB){where}: does the code "
-                       f"allocate far more than the tensors need, or grow without end?")
-    if missing and (returncode < 0 or tests is None):  # thrown outside a test body
+                       f"ran out of memory (limit {memory_mb} MiB){running_test(output)}: does the "
+                       f"code allocate far more than the tensors need, or grow without end?")
+    if missing and (compute.returncode < 0 or tests is None):  # thrown outside a test body
         return Outcome(item, "not implemented",
-                       failure_message([], missing, output, returncode, lab))
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        hint = SIGNAL_HINTS.get(name, "")
-        message = f"crashed with signal {name}{running_test(output)}"
+                       failure_message([], missing, output, compute.returncode, lab))
+    if compute.signal:
+        hint = SIGNAL_HINTS.get(compute.signal, "")
+        message = f"crashed with signal {compute.signal}{running_test(output)}"
         message += f" ({hint})" if hint else ""
         return Outcome(item, "crashed", f"{message}\nlast output:\n{tail(output, 15)}")
-    if tests is None:
-        return Outcome(item, "crashed", f"the test program exited with status {returncode} "
-                                        f"before reporting its results{running_test(output)}"
-                                        f"\nlast output:\n{tail(output, 15)}")
+    if tests is None or run.check_timed_out:
+        return Outcome(item, "not checked",
+                       "the grader's checker could not judge your results (it "
+                       + ("timed out" if run.check_timed_out else f"exited with status {run.check_returncode}")
+                       + f"); tell the course staff\nits last output:\n{tail(check_output, 15)}"
+                       + (f"\nyour program's last output:\n{tail(output, 10)}" if output.strip() else ""))
+    returncode = run.check_returncode
     ran = [t for t in tests if t.get("status") == "RUN"]
     failed = [t for t in ran if t.get("failures")]
     skipped = [t for t in ran if t.get("result") == "SKIPPED"]
@@ -474,10 +506,14 @@ def judge(item: Item, output: str, tests: list[dict] | None, returncode: int, ti
         return Outcome(item, "no tests", f"no test matches {item.name!r}: a rubric error, "
                                          f"please tell the course staff")
     if failed or returncode != 0:
-        return Outcome(item, "not implemented" if missing else "failed",
-                       failure_message(failed, missing, output, returncode, lab))
+        message = failure_message(failed, missing, check_output, returncode, lab)
+        if compute.returncode != 0 and not failed:
+            message += f"\nyour program exited with status {compute.returncode}{running_test(output)}"
+        if run.record_problem:
+            message += f"\n{run.record_problem}"
+        return Outcome(item, "not implemented" if missing else "failed", message)
     if skipped:
-        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(output, t)}" for t in skipped)
+        reasons = "; ".join(f"{t['suite']}.{t['name']}: {skip_reason(check_output, t)}" for t in skipped)
         return Outcome(item, "skipped", f"skipped, so not graded here: {reasons}")
     # A test may earn part of its item's points (performance graded as a ratio to the
     # reference) by recording the property score_fraction in [0, 1], and say why in
@@ -648,6 +684,7 @@ def prepare_work(requested: Path | None) -> Path:
         shutil.rmtree(work)
         raise UsageError(f"the temporary work folder {work} is inside the repository; set "
                          f"TMPDIR or --work to a folder outside {REPO}")
+    grade_build.make_reachable(work)  # the sandbox user reads the staged tree in it
     (work / WORK_MARKER).write_text("made by tools/grade.py; cleared and reused by it\n")
     shutil.rmtree(work / "runs", ignore_errors=True)
     return work
@@ -663,10 +700,13 @@ def grade(args: argparse.Namespace) -> int:
     submission = args.submission.resolve()
     if not submission.is_dir():
         raise UsageError(f"{args.submission}: no such submission folder")
+    out = grade_build.check_out(args.out)  # a bad --out is found now, not after the build
     work = prepare_work(args.work)
     try:
+        grade_build.check_machine(work, grade_build.make_cache(args.cache))
         print(f"grading lab {lab.number} ({rubric.title}): {args.submission}, work folder {work}")
-        staged = stage_student_files(submission, lab, work / "student")
+        staged = pick_submission_files(submission, lab)
+        files = student_files(submission, lab, staged)
         for core, sub in staged.used.items():
             print(f"  graded:  {core}" + ("" if core == sub else f" (from {sub})"))
         for core in staged.missing:
@@ -675,18 +715,20 @@ def grade(args: argparse.Namespace) -> int:
             print(f"  ignored: {rel}")
         for note in staged.notes:
             print(f"  note:    {note}")
-        print(f"building tests/{rubric.test_target} ...", flush=True)
-        built = build(work, lab, rubric, args.jobs)
+        built = build(work, lab, rubric, files, args)
+        print(f"built in {time.monotonic() - started:.0f} s", flush=True)
         if built.ok:
-            outcomes = run_items(built.binary, lab, rubric, work, args)
+            outcomes = run_items(built, lab, rubric, work, args)
         else:
             print(f"the build failed:\n{built.errors}")
             message = f"did not compile:\n{built.errors}"
             outcomes = [Outcome(item, "build failed", message) for item in rubric.items]
+        # Every student process is gone here: sandbox.run returns only then.
         data = results_json(lab, rubric, staged, built, outcomes, time.monotonic() - started)
         print_table(lab, rubric, outcomes)
-        out = args.out.resolve() if args.out else work / "results.json"
+        out = out or work / "results.json"
         write_json(out, data)
+        print(f"graded in {time.monotonic() - started:.0f} s")
         if args.out or args.keep:
             print(f"results: {out}")
         else:
@@ -699,15 +741,22 @@ def grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_items(binary: Path, lab: Lab, rubric: Rubric, work: Path,
+def run_items(built: Build, lab: Lab, rubric: Rubric, work: Path,
               args: argparse.Namespace) -> list[Outcome]:
     """Runs the rubric items, --jobs at a time, and returns their outcomes in rubric order.
     Exclusive (timed) items run afterwards, one at a time with nothing beside them: a
-    performance grade must not depend on what else the grader happened to run."""
+    performance grade must not depend on what else the grader happened to run. The other
+    (correctness) items run again in the sanitizer build when there is one."""
     def one(index: int, item: Item) -> Outcome:
         timeout = args.timeout if args.timeout else item.timeout_s
-        outcome = run_item(binary, item, timeout, rubric.memory_limit_mb,
-                           work / "runs" / f"{index:02d}", work, lab.number)
+        run = work / "runs" / f"{index:02d}"
+        outcome = run_item(built.programs(rubric), item, timeout, rubric.memory_limit_mb, run,
+                           work, lab.number)
+        if outcome.passed and built.sanitized and not item.exclusive:
+            checked = run_item(built.programs(rubric, sanitized=True), item,
+                               timeout * SANITIZER_SLOWDOWN, rubric.memory_limit_mb, run / "asan",
+                               work, lab.number)
+            outcome = sanitizer_verdict(outcome, checked)
         with print_lock:  # one whole line at a time from the worker threads
             print(f"  {item.title}: {outcome.status} ({outcome.seconds:.1f} s)", flush=True)
         return outcome
@@ -725,6 +774,19 @@ def run_items(binary: Path, lab: Lab, rubric: Rubric, work: Path,
     return [outcomes[i] for i in range(len(rubric.items))]
 
 
+def sanitizer_verdict(release: Outcome, sanitized: Outcome) -> Outcome:
+    """An item passes only when its tests also pass in the ASan/UBSan build: a write past a
+    buffer's end that the release build survives by luck fails there."""
+    seconds = release.seconds + sanitized.seconds
+    if sanitized.passed:
+        return Outcome(release.item, release.status, release.message, seconds, release.fraction)
+    found = re.findall(r"(ERROR: AddressSanitizer: .*|runtime error: .*)", sanitized.message)
+    what = found[0].strip() if found else sanitized.status
+    return Outcome(release.item, "sanitizer", f"passes in the release build, but the "
+                   f"AddressSanitizer/UBSan build reports: {what}\n{sanitized.message}"[:MAX_ITEM_OUTPUT],
+                   seconds)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Grade one lab submission: build it in the framework (student mode), run "
@@ -733,7 +795,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog="Exit status: 0 graded (whatever the score); 2 bad arguments or rubric; "
                "3 the build could not be set up. Example: "
                "tools/grade.py --lab 01 ~/submissions/alice --out alice.json")
-    parser.add_argument("submission", type=Path, metavar="SUBMISSION",
+    parser.add_argument("submission", type=Path, metavar="SUBMISSION", nargs="?",
                         help="folder with the student's files (repository layout, handout "
                              "layout, or flat file names)")
     parser.add_argument("--lab", required=True, help="lab number, e.g. 01")
@@ -745,10 +807,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2,
                         help="parallel compile jobs and parallel rubric items (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--cache", type=Path, help="folder for the builds the grader reuses "
+                        "(trusted build, each lab's base builds); default "
+                        "$GRADLAB_GRADE_CACHE, else /var/cache/gradlab-grade/KEY as root, "
+                        "~/.cache/gradlab-grade/KEY otherwise")
+    parser.add_argument("--trusted-build", type=Path, help="an existing release build of this "
+                        "repository to use as the trusted build (e.g. build/); default CACHE/trusted")
+    parser.add_argument("--prepare", action="store_true",
+                        help="only bring the trusted build and the lab's base builds up to date "
+                             "(no SUBMISSION): what a later grading reuses")
+    parser.add_argument("--no-sanitizer", dest="sanitizer", action="store_false",
+                        help="skip the ASan/UBSan build and its second run of the correctness items")
     parser.add_argument("--timeout", type=float, metavar="S",
                         help="time limit in seconds for every item, instead of the rubric's "
                              "(for quick self-checks)")
     args = parser.parse_args(argv)
+    if (args.submission is None) != args.prepare:
+        parser.error("give a SUBMISSION folder, or --prepare without one")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
@@ -759,13 +834,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        return grade(args)
+        return prepare(args) if args.prepare else grade(args)
     except UsageError as e:
         print(f"grade.py: error: {e}", file=sys.stderr)
         return 2
     except SetupError as e:
-        print(f"grade.py: the build could not be set up (not the submission's fault): {e}",
-              file=sys.stderr)
+        print(f"grade.py: setup error (not the submission's fault): {e}", file=sys.stderr)
         return 3
 
 

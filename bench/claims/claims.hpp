@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 #include <functional>
+#include <optional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -14,7 +15,9 @@
 
 namespace gl::claims {
 
-enum class Verdict { Reproduced, NotReproduced, NeedsGpu, NotRun };
+/// NotRun: the experiment failed; Suspect: a reading above a physical ceiling (see
+/// verdicts.hpp); NotBuilt: the claim is in CLAIMS.md but has no experiment yet.
+enum class Verdict { Reproduced, NotReproduced, NeedsGpu, NotRun, Suspect, NotBuilt };
 std::string to_string(Verdict v);
 // A number with a fixed count of digits after the point, for the "measured" texts.
 std::string fixed(double value, int digits);
@@ -37,6 +40,12 @@ struct Result {
     std::string why;               // how the verdict follows from the numbers
     nlohmann::json data;           // every number, for the JSON report
     double seconds = 0.0;          // time the experiment took
+    // Timed claims only: the 1-minute load average before and after the experiment, whether
+    // it was measured a second time because the first ran under load, and whether the
+    // verdict kept was still taken under load (load above the cores).
+    std::optional<double> load_before, load_after;
+    bool remeasured = false;
+    bool under_load = false;
 };
 
 struct Claim {
@@ -44,6 +53,29 @@ struct Claim {
     std::string lab;
     std::string lecture_says;
     std::function<Result(const Context&)> run;
+    bool timed = false;            // the verdict depends on times (so on the machine's load)
+};
+
+/// A claim of CLAIMS.md: its ID, its lab, and (for one without an experiment yet) what the
+/// lecture says.
+struct ListedClaim {
+    std::string id;
+    std::string lab;
+    std::string says;
+};
+/// Every claim of CLAIMS.md in its order (the report has one row for each).
+const std::vector<ListedClaim>& lecture_claims();
+/// The claims listed in the text of CLAIMS.md ("## LNN" headings, "- **ID**" items), with
+/// an empty `says`: what the test compares lecture_claims() with.
+std::vector<ListedClaim> parse_claims_md(const std::string& text);
+
+/// Where and from what a report was made, for claims.json and claims.md.
+struct RunInfo {
+    std::string machine;
+    std::string commit;            // git describe of the source tree at build time
+    std::string date;              // UTC, ISO 8601
+    std::string build_type;        // meson buildtype and options that change speed
+    bool quick = false;
 };
 
 
@@ -60,14 +92,21 @@ std::vector<Claim> lab08_claims();
 double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds);
 // The 1-minute load average (how busy the machine was), or -1.
 double load_average();
+// The CPUs this process may run on: what "every core" means for CPU-1, CPU-2, MEM-1, MEM-3.
+int machine_cores();
 std::vector<Claim> all_claims();
 
-// Runs the selected claims (all when `only` is empty); an experiment that throws gets
-// verdict NotRun with the error as its reason.
+// Runs the selected claims (all when `only` is empty), in CLAIMS.md's order, a row for
+// each: a claim without an experiment gets verdict NotBuilt; an experiment that throws
+// gets NotRun with the error as its reason; a timed claim whose run saw a load above the
+// cores is measured once more and the second run kept (marked if still under load).
 std::vector<Result> run_claims(const Context& ctx, const std::vector<std::string>& only);
 
+/// "41 claims: 19 reproduced, 3 not reproduced, 1 measurement suspect, 2 need a GPU,
+/// 16 not built yet, 0 not run" (every verdict counted, zeros included).
+std::string summary_line(const std::vector<Result>& results);
 void print_table(const std::vector<Result>& results, std::ostream& out);
-std::string to_markdown(const std::vector<Result>& results, const std::string& machine);
-nlohmann::json to_json(const std::vector<Result>& results, const std::string& machine);
+std::string to_markdown(const std::vector<Result>& results, const RunInfo& info);
+nlohmann::json to_json(const std::vector<Result>& results, const RunInfo& info);
 
 }  // namespace gl::claims

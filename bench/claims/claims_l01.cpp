@@ -6,6 +6,7 @@
 #include "autograd/gradcheck.hpp"
 #include "autograd/op_cases.hpp"
 #include "claims.hpp"
+#include "verdicts.hpp"
 #include "data/mnist.hpp"
 #include "training/toy_models.hpp"
 #include "training/trainer.hpp"
@@ -30,19 +31,16 @@ Result fw1(const Context&) {
     r.data["data_dependent_net"] = {{"first_loss", toy.first_loss}, {"last_loss", toy.last_loss},
                                     {"accuracy", toy.accuracy}, {"min_depth", toy.min_depth},
                                     {"max_depth", toy.max_depth}};
-    const bool grads_ok = passed == static_cast<int>(cases.size());
-    const bool toy_ok = toy.last_loss < 0.5 * toy.first_loss && toy.min_depth != toy.max_depth;
     std::ostringstream m;
     m << passed << "/" << cases.size() << " op gradient checks pass (float64 central differences, worst |error| "
       << std::scientific << std::setprecision(1) << worst << "); a net whose depth follows the data ("
       << toy.min_depth << ".." << toy.max_depth << " steps) trained from loss " << fixed(toy.first_loss, 3)
       << " to " << fixed(toy.last_loss, 3) << ", accuracy " << fixed(toy.accuracy, 3);
     r.measured = m.str();
-    r.verdict = grads_ok && toy_ok ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = grads_ok ? (toy_ok ? "every op's backward matches finite differences and the data-dependent "
-                                 "graph trained (its loss at least halved)"
-                               : "the data-dependent network did not train (or never changed depth)")
-                     : "gradient checks failed for: " + failed;
+    const Judgement j = judge_fw1(passed, static_cast<int>(cases.size()), toy.first_loss, toy.last_loss,
+                                  toy.min_depth != toy.max_depth);
+    r.verdict = j.verdict;
+    r.why = j.why + (failed.empty() ? "" : " (" + failed + ")");
     return r;
 }
 
@@ -73,9 +71,9 @@ Result fw2(const Context& ctx) {
     const double final_acc = r.data["epochs"].back()["test_accuracy"];
     r.measured = "SimpleNet 784-128-10 on Fashion-MNIST (Adam, batch 64): test accuracy per epoch " +
                  per_epoch.str() + "; " + fixed(seconds / opt.epochs, 2) + " s per epoch";
-    r.verdict = final_acc >= 0.87 ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = "after " + std::to_string(opt.epochs) + " epochs the test accuracy is " + fixed(final_acc, 4) +
-            (final_acc >= 0.87 ? " >= 0.87" : " < 0.87") + " (best " + fixed(best, 4) + " at epoch " +
+    const Judgement j = judge_fw2(final_acc, opt.epochs);
+    r.verdict = j.verdict;
+    r.why = j.why + " (best " + fixed(best, 4) + " at epoch " +
             std::to_string(best_epoch) + ")";
     return r;
 }

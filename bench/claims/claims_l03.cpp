@@ -12,6 +12,7 @@
 
 #include "base/rng.hpp"
 #include "claims.hpp"
+#include "verdicts.hpp"
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/memory_counters.hpp"
 #include "kernels/cuda/sgemm.hpp"
@@ -104,17 +105,10 @@ Result gpu2(const Context& ctx) {
     const std::string time_part = "; the timing half needs a GPU (this build has no CUDA)";
 #endif
     r.measured = m.str();
-    const bool tiling = std::fabs(load_ratio - tile) < 1e-9;
-    const bool coalescing = coalesced_spr < naive_spr && coalesced_store_spr < naive_store_spr;
-    r.verdict = tiling && coalescing && conflicts == 0 ? Verdict::Reproduced : Verdict::NotReproduced;
-    if (r.verdict == Verdict::Reproduced)
-        r.why = "tiling cut global loads by exactly the tile factor (" + fixed(load_ratio, 0) +
-                " = 32) without bank conflicts, and coalescing cut sectors per load request from " +
-                fixed(naive_spr, 1) + " to " + fixed(coalesced_spr, 1) + " (exact counts)" + time_part;
-    else
-        r.why = std::string(tiling ? "" : "the tiled/coalesced load ratio is " + fixed(load_ratio, 3) + ", not 32; ") +
-                (coalescing ? "" : "coalescing did not reduce sectors per request; ") +
-                (conflicts == 0 ? "" : "the tiled kernel had bank conflicts");
+    const Judgement j = judge_gpu2({load_ratio, static_cast<int>(tile), naive_spr, coalesced_spr, naive_store_spr,
+                                    coalesced_store_spr, static_cast<std::uint64_t>(conflicts)});
+    r.verdict = j.verdict;
+    r.why = j.why + (j.verdict == Verdict::Reproduced ? time_part : "");
     return r;
 }
 
@@ -169,10 +163,9 @@ Result gpu1(const Context& ctx) {
         m << "; on " << gpu.name << " the best CUDA version (" << kernels::cuda_sgemm_versions()[std::size_t(best_version - 1)].name
           << ") at n = " << big << ": " << fixed(best_gpu, 0) << " GFLOP/s (kernel time, operands on the device)";
         r.measured = m.str();
-        r.verdict = ratio >= 10 ? Verdict::Reproduced : Verdict::NotReproduced;
-        r.why = "the GPU ran " + fixed(ratio, 0) + "x the best CPU GEMM's GFLOP/s" +
-                (ratio >= 10 ? " (>= 10: tens to hundreds)" : " (< 10)") +
-                "; the GPU at n = " + std::to_string(big) + " and the CPU at n = " + std::to_string(n) +
+        const Judgement j = judge_gpu1(best_cpu_gflops, best_gpu);
+        r.verdict = j.verdict;
+        r.why = j.why + "; the GPU at n = " + std::to_string(big) + " and the CPU at n = " + std::to_string(n) +
                 ", each near its own best size";
         return r;
     }
@@ -182,10 +175,9 @@ Result gpu1(const Context& ctx) {
 #endif
     m << "; no GPU figure: no GPU in this run";
     r.measured = m.str();
-    r.verdict = Verdict::NeedsGpu;
-    r.why = "the GPU half of the comparison needs a CUDA device (" + no_gpu + "); the CPU half is " +
-            fixed(best_cpu_gflops, 1) + " GFLOP/s, so the claim needs a GPU above " +
-            fixed(10 * best_cpu_gflops / 1000, 1) + " TFLOP/s to hold here";
+    const Judgement j = judge_gpu1(best_cpu_gflops, std::nullopt);
+    r.verdict = j.verdict;
+    r.why = j.why + " (" + no_gpu + ")";
     return r;
 }
 
@@ -193,7 +185,7 @@ Result gpu1(const Context& ctx) {
 
 std::vector<Claim> lab03_claims() {
     return {
-        {"GPU-1", "03", "GPUs beat CPUs on GEMM by tens to hundreds of times (thousands of cores)", gpu1},
+        {"GPU-1", "03", "GPUs beat CPUs on GEMM by tens to hundreds of times (thousands of cores)", gpu1, true},
         {"GPU-2", "03",
          "tiling through shared memory cuts global-memory traffic by the tile factor and is what makes a GPU GEMM "
          "fast; coalesced access matters",

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "claims.hpp"
+#include "verdicts.hpp"
 #include "data/mnist.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "kernels/cpu/elementwise_lowp.hpp"
@@ -112,12 +113,9 @@ Result fp1(const Context&) {
                  "; bfloat16: " + std::to_string(bf16_eigen) + "/65536 agree with Eigen::bfloat16; round trips " +
                  std::to_string(half_roundtrip) + " and " + std::to_string(bf16_roundtrip) +
                  "/65536 (NaNs compared as NaN: Eigen does not keep payloads)";
-    r.verdict = exact && bf16_keeps_range ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = std::string(bf16_keeps_range ? "BF16's min normal equals FP32's and its max is FP32's to 3 digits (FP16 "
-                                           "stops at " + fixed(fp16.max, 0) + ")"
-                                         : "BF16 does not keep FP32's range?!") +
-            (exact ? "; every pattern converts bit-exactly" : "; some patterns disagree (see data)") +
-            ". AVX512-BF16's vcvtneps2bf16 flushes subnormal inputs to zero, so it agrees with round-to-nearest-even "
+    const Judgement j = judge_fp1(exact, bf16_keeps_range);
+    r.verdict = j.verdict;
+    r.why = j.why + " (FP16 stops at " + fixed(fp16.max, 0) + "). AVX512-BF16's vcvtneps2bf16 flushes subnormal inputs to zero, so it agrees with round-to-nearest-even "
             "only on normal inputs (unit test BFloat16.MatchesAvx512Bf16ExceptThatItFlushesSubnormals)";
     return r;
 }
@@ -242,12 +240,9 @@ Result fp2(const Context& ctx) {
                  " steps skipped for overflow, final scale " + fixed(run.final_scale, 0);
     const double lost_without = static_cast<double>(c.zero_unscaled + c.subnormal_unscaled);
     const double lost_with = static_cast<double>(c.zero_scaled + c.subnormal_scaled);
-    const bool shows = c.zero_unscaled > 0 && lost_with * 10 <= lost_without;
-    r.verdict = shows ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = shows ? "small gradients do underflow in FP16 on this model, and loss scaling cuts the values lost to zero "
-                    "or to subnormals at least tenfold"
-                  : "on SimpleNet the effect is too small to show: lost values without scaling " +
-                        percent(lost_without, c.nonzero) + ", with " + percent(lost_with, c.nonzero);
+    const Judgement j = judge_fp2(c.zero_unscaled, lost_without, lost_with, static_cast<double>(c.nonzero));
+    r.verdict = j.verdict;
+    r.why = j.why;
     return r;
 }
 
@@ -266,12 +261,9 @@ Result fp3(const Context& ctx) {
                  " of updates vanished (weight unchanged) with weights kept in FP16, " +
                  percent(master.vanished, master.updates) + " with FP32 master weights; test accuracy " +
                  fixed(fp16w.test_accuracy.back(), 4) + " vs " + fixed(master.test_accuracy.back(), 4);
-    const bool shows = f16 >= 0.01 && f16 >= 10 * f32;
-    r.verdict = shows ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = shows ? "with FP16 weights a sizeable share of updates is smaller than half an ulp and rounds away; FP32 "
-                    "masters keep (nearly) all of them"
-                  : "with Adam (step ~ lr, whatever the gradient) few updates fall below half an FP16 ulp here: " +
-                        percent(fp16w.vanished, fp16w.updates) + " vs " + percent(master.vanished, master.updates);
+    const Judgement j = judge_fp3(f16, f32);
+    r.verdict = j.verdict;
+    r.why = j.why;
     return r;
 }
 
@@ -291,11 +283,9 @@ Result fp4(const Context& ctx) {
     const double plain16 = s.runs.at("fp16").test_accuracy.back();
     r.measured = epochs_note(s) + ", final test accuracy: " + list + ". fp16 = no loss scaling (master weights on); "
                  "bf16 = scaling + master weights";
-    const bool within = std::abs(mixed - base) <= 0.01 && std::abs(bf16 - base) <= 0.01;
-    r.verdict = within ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = "fp16+scaling+master is " + fixed(100 * (mixed - base), 2) + " points and bf16 " + fixed(100 * (bf16 - base), 2) +
-            " points from FP32 (" + (within ? "both within 1" : "not both within 1") + "); fp16 without scaling is " +
-            fixed(100 * (plain16 - base), 2) + " points from FP32" +
+    const Judgement j = judge_fp4(base, mixed, bf16, plain16);
+    r.verdict = j.verdict;
+    r.why = j.why +
             (plain16 < base - 0.01 ? " (it fell behind by more than a point)"
                                    : " (less than a point behind here, although FP-2 shows how many of its gradient "
                                      "values underflow: Adam's per-weight normalisation hides much of the loss)");
@@ -337,11 +327,9 @@ Result fp5(const Context& ctx) {
     }
     r.measured = "mean relative error of dot products of FP16 inputs in [0, 1) (8 trials each), accumulated in FP16 vs "
                  "FP32, against float64: " + list;
-    const bool shows = err16_last > 100 * err32_last && err16_last > 10 * err16_first;
-    r.verdict = shows ? Verdict::Reproduced : Verdict::NotReproduced;
-    r.why = "at K=65536 FP16 accumulation is off by " + percent(err16_last, 1.0, 1) + " (once the sum passes 2048 an "
-            "FP16 ulp is 2 and products below 1 stop counting), FP32 by " + sci(err32_last) +
-            (shows ? ": FP32 accumulation is what keeps tensor-core GEMMs accurate" : "");
+    const Judgement j = judge_fp5(err16_first, err16_last, err32_last);
+    r.verdict = j.verdict;
+    r.why = j.why + " (once the sum passes 2048 an FP16 ulp is 2 and products below 1 stop counting)";
     return r;
 }
 
@@ -505,20 +493,22 @@ Result fp6(const Context& ctx) {
     m << "not run here: " << (missing.empty() ? "none" : missing)
       << "; the GPU tensor-core GEMM (WMMA vs cublasGemmEx) is timed only by tools/gpu/run_gpu_checks.sh on a GPU";
     r.measured = m.str();
-    const bool bandwidth = axpy_speedup >= 1.6;
-    const double gemm_ratio = std::min(best16[1024] / best32[1024], best16[2048] / best32[2048]);
-    const bool gemm2x = gemm_ratio >= 2.0;
-    r.verdict = bandwidth && gemm2x ? Verdict::Reproduced : Verdict::NotReproduced;
+    Fp6Measured measured;
+    measured.axpy_speedup = axpy_speedup;
+    measured.relu_speedup = relu_speedup;
+    measured.gemm_ratio = std::min(best16[1024] / best32[1024], best16[2048] / best32[2048]);
+    measured.best32 = best32_name[2048];
+    measured.best16 = best16_name[2048];
+    measured.gemm_ceiling = lowp_gemm_ceiling(best16_name[2048]);
+    const Judgement j = judge_fp6(measured);
+    r.verdict = j.verdict;
     r.why = "a 16-bit tensor takes exactly half the bytes, but mixed-precision training adds FP32 masters to the "
             "16-bit working weights, so for a model whose memory is mostly weights and Adam state (SimpleNet) the "
-            "total grows; only activations and gradients halve. FP16-storage axpy is " + fixed(axpy_speedup, 2) +
-            "x FP32 beyond the caches (" + (bandwidth ? ">= 1.6x: bandwidth-bound, half the bytes" : "< 1.6x") +
-            "); the best 16-bit GEMM is " + fixed(gemm_ratio, 2) + "x the best FP32 GEMM at N=1024/2048 (" +
-            (gemm2x ? ">= 2x" : "< 2x") + "), comparing the fastest FP32 kernel registered in this build (" +
-            best32_name[2048] + ") with " + best16_name[2048] +
-            (gemm2x ? ""
-                    : ". vdpbf16ps does two bf16 products per FP32 lane per instruction, so against an AVX-512 FP32 "
-                      "kernel its ceiling is 2x, less the packing and the FP32 stores") +
+            "total grows; only activations and gradients halve. " + j.why +
+            (j.verdict == Verdict::NotReproduced && measured.gemm_ratio < 2.0
+                 ? ". vdpbf16ps does two bf16 products per FP32 lane per instruction, so against an AVX-512 FP32 "
+                   "kernel its ceiling is 2x, less the packing and the FP32 stores"
+                 : "") +
             (missing.empty() ? "" : "; " + missing + " could not run (the paths that could pass 2x on a CPU)");
     return r;
 }
@@ -539,7 +529,7 @@ std::vector<Claim> lab05_claims() {
          fp4},
         {"FP-5", "05", "tensor cores multiply in FP16 and accumulate in FP32: FP16 accumulation loses accuracy as K grows",
          fp5},
-        {"FP-6", "05", "FP16 halves memory and gives about 2x speed", fp6},
+        {"FP-6", "05", "FP16 halves memory and gives about 2x speed", fp6, true},
     };
 }
 

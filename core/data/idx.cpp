@@ -7,8 +7,10 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <limits>
+#include <optional>
 #include <system_error>
+
+#include "base/checked_arithmetic.hpp"
 
 namespace gl {
 
@@ -36,10 +38,22 @@ std::string idx_type_name(IdxType type) {
     return "unknown";
 }
 
+namespace {
+
+/// "60000 x 28 x 28".
+std::string extents_str(const std::vector<std::int64_t>& shape) {
+    std::string s;
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? " x " : "") + std::to_string(shape[i]);
+    return s;
+}
+
+}  // namespace
+
 std::int64_t IdxArray::numel() const {
-    std::int64_t n = 1;
-    for (auto extent : shape) n *= extent;
-    return n;
+    const std::optional<std::int64_t> n = checked_product(shape);
+    check(n.has_value(), "IdxArray::numel: the extents " + extents_str(shape) +
+                             " hold more than 2^63 elements");
+    return *n;
 }
 
 namespace {
@@ -138,9 +152,7 @@ struct IdxHeader {
 
 /// "60000 x 28 x 28 = 47040000 bytes", or with the element size when it is not 1.
 std::string describe_data(const IdxHeader& h) {
-    std::string s;
-    for (std::size_t i = 0; i < h.shape.size(); ++i)
-        s += (i ? " x " : "") + std::to_string(h.shape[i]);
+    std::string s = extents_str(h.shape);
     const std::size_t elem = idx_type_size(h.type);
     if (elem != 1) s += " elements of " + std::to_string(elem) + " bytes";
     return s + " = " + std::to_string(h.data_bytes) + " bytes";
@@ -174,19 +186,16 @@ IdxHeader read_magic(GzReader& in, const std::string& where) {
 /// Bytes of data @p h promises, or throws when that overflows 64 bits or exceeds
 /// @p max_bytes (both mean the header is almost certainly corrupt).
 std::uint64_t promised_bytes(const IdxHeader& h, std::uint64_t max_bytes, const std::string& where) {
-    std::string extents;
-    for (std::size_t i = 0; i < h.shape.size(); ++i)
-        extents += (i ? " x " : "") + std::to_string(h.shape[i]);
-    // An empty array is fine even if the other extents are huge.
-    if (std::find(h.shape.begin(), h.shape.end(), 0) != h.shape.end()) return 0;
-    std::uint64_t total = idx_type_size(h.type);
-    for (auto extent : h.shape) {
-        const auto e = static_cast<std::uint64_t>(extent);
-        if (total > std::numeric_limits<std::uint64_t>::max() / e)
-            throw Error(where + "the extents " + extents + " (" + idx_type_name(h.type) +
-                        ") give more than 2^64 bytes of data; the header is corrupt");
-        total *= e;
-    }
+    const std::string extents = extents_str(h.shape);
+    // The element size is one more factor; an empty array is fine even if the other
+    // extents are huge (checked_product gives 0).
+    std::vector<std::uint64_t> factors{idx_type_size(h.type)};
+    for (auto extent : h.shape) factors.push_back(static_cast<std::uint64_t>(extent));
+    const std::optional<std::uint64_t> product = checked_product(factors);
+    if (!product)
+        throw Error(where + "the extents " + extents + " (" + idx_type_name(h.type) +
+                    ") give more than 2^64 bytes of data; the header is corrupt");
+    const std::uint64_t total = *product;
     if (total > max_bytes)
         throw Error(where + "the header promises " + extents + " " + idx_type_name(h.type) +
                     " elements = " + std::to_string(total) + " bytes of data, more than the limit "

@@ -109,7 +109,7 @@ std::vector<training::EpochReport> fit_parallel(Communicator& comm, const ModelF
                                                 const std::shared_ptr<const Dataset>& train, const Dataset* test,
                                                 const ParallelFitOptions& options,
                                                 const training::EpochFn& on_epoch) {
-    check(train != nullptr, "fit_parallel: no training set");
+    training::check_fit(train.get(), test, options.fit);
     check(options.fit.precision.dtype == DType::Float32,
           "data-parallel training runs in float32; mixed precision (" + name_of(options.fit.precision.dtype) +
               ") is not supported with several workers yet");

@@ -4,10 +4,12 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "autograd/engine.hpp"
 #include "autograd/grad_mode.hpp"
+#include "base/checked_arithmetic.hpp"
 #include "base/rng.hpp"
 #include "numerics/convert.hpp"
 #include "ops/ops.hpp"
@@ -15,9 +17,11 @@
 namespace gl {
 
 std::int64_t numel_of(const Shape& shape) {
-    std::int64_t n = 1;
-    for (auto extent : shape) n *= extent;
-    return n;
+    // Shapes can come from a file header or an argument: a product that wraps around
+    // would give a tensor of nonsense size instead of an error.
+    const std::optional<std::int64_t> n = checked_product(shape);
+    if (!n) throw Error("shape " + shape_str(shape) + " has more than 2^63 elements");
+    return *n;
 }
 
 Shape contiguous_strides(const Shape& shape) {
@@ -25,7 +29,9 @@ Shape contiguous_strides(const Shape& shape) {
     std::int64_t step = 1;
     for (std::size_t d = shape.size(); d-- > 0;) {
         strides[d] = step;
-        step *= shape[d];
+        // Overflow here means a zero extent further out (a tensor that holds nothing, whose
+        // strides are never used) or a shape that numel_of rejects.
+        step = checked_mul(step, shape[d]).value_or(0);
     }
     return strides;
 }
@@ -239,8 +245,10 @@ Tensor empty(const Shape& shape, DType dtype) {
     for (auto extent : shape)
         check(extent >= 0, "empty: negative extent in shape " + shape_str(shape));
     auto impl = std::make_shared<TensorImpl>();
-    const auto nbytes = static_cast<std::size_t>(numel_of(shape)) * size_of(dtype);
-    impl->storage = std::make_shared<Storage>(nbytes, default_cpu_allocator());
+    const std::optional<std::size_t> nbytes = checked_mul(static_cast<std::size_t>(numel_of(shape)), size_of(dtype));
+    check(nbytes.has_value(), "empty: shape " + shape_str(shape) + " of " + name_of(dtype) +
+                                  " needs more than 2^64 bytes");
+    impl->storage = std::make_shared<Storage>(*nbytes, default_cpu_allocator());
     impl->shape = shape;
     impl->strides = contiguous_strides(shape);
     impl->dtype = dtype;

@@ -1,6 +1,7 @@
 #include "training/trainer.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include "amp/autocast.hpp"
 #include "amp/master_weights.hpp"
@@ -36,6 +37,8 @@ DType parse_precision(const std::string& name) {
 }
 
 EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size) {
+    check(data.size() > 0, "evaluate: the data set is empty; an accuracy needs at least one example");
+    check(batch_size > 0, "evaluate: batch_size must be at least 1");
     NoGradGuard no_grad;
     const amp::AutocastGuard autocast(amp::low_precision_dtype(model.parameters()));
     model.train(false);
@@ -140,10 +143,28 @@ EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const Da
     });
 }
 
+void check_fit(const Dataset* train, const Dataset* test, const FitOptions& options) {
+    check(train != nullptr && train->size() > 0, "fit: the training set is empty; there is nothing to train on");
+    if (test) {
+        check(test->size() > 0, "fit: the test set is empty, so its accuracy would mean nothing; "
+                                "give a test set with examples, or none");
+        check(test->example_shape() == train->example_shape(),
+              "fit: test examples have shape " + shape_str(test->example_shape()) + ", training examples " +
+                  shape_str(train->example_shape()) + "; both must come from the same kind of data");
+        check(test->num_classes() == train->num_classes(),
+              "fit: the test set has " + std::to_string(test->num_classes()) + " classes, the training set " +
+                  std::to_string(train->num_classes()));
+    }
+    check(options.epochs >= 1, "fit: epochs must be at least 1, got " + std::to_string(options.epochs));
+    check(options.batch_size >= 1, "fit: batch_size must be at least 1");
+    check(std::isfinite(options.lr) && options.lr >= 0,
+          "fit: the learning rate must be a finite number >= 0, got " + std::to_string(options.lr));
+}
+
 std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Dataset>& train,
                              const Dataset* test, const FitOptions& options, const EpochFn& on_epoch,
                              const ProgressFn& progress) {
-    check(options.epochs >= 1, "fit: epochs must be at least 1");
+    check_fit(train.get(), test, options);
     DataLoaderOptions lo;
     lo.batch_size = options.batch_size;
     lo.shuffle = true;

@@ -71,7 +71,8 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::v
                                                  double lr);
 
 /// Mean loss and accuracy of @p model on @p data, without recording gradients. A model
-/// with 16-bit working weights is evaluated under autocast to their type.
+/// with 16-bit working weights is evaluated under autocast to their type. Throws gl::Error
+/// when @p data is empty or @p batch_size is 0.
 EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size = 1000);
 
 /// One epoch of the four-step loop over @p loader: forward, loss, backward, update.
@@ -91,6 +92,14 @@ struct FitOptions {
 
 /// Called after each epoch with its report.
 using EpochFn = std::function<void(const EpochReport&)>;
+
+/// Throws gl::Error, saying what to change, when fit() could not run @p options on
+/// @p train and @p test (may be null): an empty training or test set (a test accuracy
+/// of nothing is no accuracy), test examples of another shape or class count than the
+/// training examples, fewer than 1 epoch, a batch size of 0, a learning rate that is
+/// negative or not finite. fit() calls it first; a program calls it before printing
+/// anything, so a bad set-up gives one line of error and no half-started run.
+void check_fit(const Dataset* train, const Dataset* test, const FitOptions& options);
 
 /// Trains @p model for options.epochs epochs on @p train (shuffled), evaluating on
 /// @p test (may be null) after each epoch. With 16-bit options.precision the model's

@@ -47,21 +47,30 @@ inline std::vector<std::vector<float>> loss_and_gradients(const std::string& ker
     return out;
 }
 
-/// Where a training step with kernel @p kernel differs from one with the naive loop (the
-/// first difference), or "" when the loss and every gradient agree.
-inline std::string step_differences(const std::string& kernel) {
+/// Where the loss and gradients @p got (as loss_and_gradients returns them, computed with
+/// @p what) differ from a step with the naive loop (the first difference), or "" when the
+/// loss and every gradient agree.
+inline std::string step_differences(const std::string& what, const std::vector<std::vector<float>>& got) {
     const auto naive = loss_and_gradients("naive");
-    const auto got = loss_and_gradients(kernel);
-    for (std::size_t t = 0; t < naive.size(); ++t)
+    if (got.size() != naive.size()) return "with " + what + ", the step gave the wrong number of gradients";
+    for (std::size_t t = 0; t < naive.size(); ++t) {
+        if (got[t].size() != naive[t].size())
+            return "with " + what + ", a gradient has the wrong size (parameter " + std::to_string(t) + ")";
         for (std::size_t i = 0; i < naive[t].size(); ++i)
             if (!(std::fabs(got[t][i] - naive[t][i]) <= 1e-5 + 1e-4 * std::fabs(naive[t][i]))) {
                 std::ostringstream out;
-                out << "with GEMM kernel " << kernel << ", "
+                out << "with " << what << ", "
                     << (t == 0 ? "the loss" : "the gradient of parameter " + std::to_string(t - 1))
                     << " at " << i << " is " << got[t][i] << ", with the naive loop " << naive[t][i];
                 return out.str();
             }
+    }
     return "";
+}
+
+/// Where a training step with kernel @p kernel differs from one with the naive loop.
+inline std::string step_differences(const std::string& kernel) {
+    return step_differences("GEMM kernel " + kernel, loss_and_gradients(kernel));
 }
 
 }  // namespace gl::test

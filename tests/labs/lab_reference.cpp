@@ -2,7 +2,8 @@
 // It is built from the unmodified core files of the labs (see tests/meson.build), so in a
 // student build it still runs the reference code, and prints one number:
 //
-//   lab_reference gemm KERNEL ISA M N K TRANS_A TRANS_B THREADS REPS   best seconds
+//   lab_reference gemm KERNEL ISA N N N TRANS_A TRANS_B THREADS REPS   digest of a chain of REPS
+//                                                                     GEMMs (the caller times it)
 //   lab_reference fma BITS FP64 THREADS                                 GFLOP/s
 //   lab_reference triad BYTES THREADS                                   GB/s
 //   lab_reference chase BYTES LOADS                                     ns per load
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
         if (cmd == "gemm" && argc == 11) {
             gl::labs::GemmCase c{arg(2), arg(3), num(4), num(5), num(6), num(7) != 0, num(8) != 0,
                                  static_cast<int>(num(9)), static_cast<int>(num(10))};
-            std::printf("%.9g\n", gl::labs::time_gemm(c));
+            for (const double x : gl::labs::gemm_chain(c)) std::printf("%.9g ", x);
+            std::printf("\n");
         } else if (cmd == "fma" && argc == 5) {
             const auto w = num(2) == 128   ? gl::hw::VectorWidth::Bits128
                            : num(2) == 256 ? gl::hw::VectorWidth::Bits256

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "base/rng.hpp"
+#include "lab_timing.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -197,6 +198,35 @@ TEST_F(GradedRecord, DuplicateRecordIsNotTrusted) {
     write_file(once + once.substr(std::string("GRADLAB-RECORD 1\n").size()));
     check_mode();
     EXPECT_NONFATAL_FAILURE(EXPECT_ANY_THROW(graded::student<int>("x", [] { return 1; })), "recorded twice");
+}
+
+}  // namespace
+}  // namespace gl
+
+// The timed GEMM chain (lab_timing.hpp): a chain one product shorter ends elsewhere (a
+// kernel cannot skip work unseen), and two different correct kernels end within the
+// tolerance the timed items allow.
+namespace gl {
+namespace {
+
+bool same_digest(const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(std::abs(a[i] - b[i]) <= 1e-3 * std::max(1.0, std::abs(b[i])))) return false;
+    return true;
+}
+
+TEST(GemmChain, SkippedWorkShowsAndCorrectKernelsAgree) {
+    labs::GemmCase c{"naive", "auto", 96, 96, 96, false, false, 1, 6};
+    const auto naive = labs::gemm_chain(c);
+    c.kernel = "packed_simd";
+    EXPECT_TRUE(same_digest(labs::gemm_chain(c), naive)) << "two correct kernels must end where the other does";
+    c.reps = 5;
+    EXPECT_FALSE(same_digest(labs::gemm_chain(c), naive)) << "a chain one product short must end elsewhere";
+    c.reps = 6;
+    c.threads = 2;
+    c.kernel = "threaded";
+    EXPECT_TRUE(same_digest(labs::gemm_chain(c), naive));
 }
 
 }  // namespace

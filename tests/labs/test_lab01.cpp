@@ -237,7 +237,7 @@ TEST(Lab01, TwoLayerNetworkGradients) {
 }
 
 TEST(Lab01, DataDependentControlFlowTrains) {
-    // The checker believes these numbers (see tools/README.md: what stays forgeable).
+    // The checker believes these numbers (tests/labs/README.md: what stays forgeable).
     const auto [first_loss, last_loss, accuracy, min_depth, max_depth] =
         graded::student<std::tuple<double, double, double, int, int>>("train", [] {
             const training::ToyTrainResult t = training::train_data_dependent_net(7);

@@ -2,11 +2,16 @@
 // labs/02-cpu-gemm/rubric.json. Every version is checked against the naive i-j-k loop on
 // shapes that are not multiples of any block, with all four transposes; the *Speed tests
 // time your kernel against the reference in the same run (see lab_timing.hpp).
+//
+// The student's code is called only inside graded::student (graded.hpp): the grader
+// records its results in a sandbox and checks them in this program built from the
+// reference; the speed tests run only there, timing the student's program from outside.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "graded.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
 #include "lab_timing.hpp"
 
@@ -46,9 +51,14 @@ void expect_matches_naive(const std::string& kernel, const std::string& label) {
     for (const Problem& p : odd_problems()) {
         const auto A = random_vector(static_cast<std::size_t>(p.M * p.K), 1);
         const auto B = random_vector(static_cast<std::size_t>(p.K * p.N), 2);
-        std::vector<float> want(static_cast<std::size_t>(p.M * p.N)), got(want.size(), -7.0f);
+        std::vector<float> want(static_cast<std::size_t>(p.M * p.N));
         kernels::find_gemm("naive").sgemm(args(p, A, B, want));
-        kernels::find_gemm(kernel).sgemm(args(p, A, B, got));
+        const auto got = graded::student<std::vector<float>>(label, [&] {
+            std::vector<float> c(want.size(), -7.0f);
+            kernels::find_gemm(kernel).sgemm(args(p, A, B, c));
+            return c;
+        });
+        ASSERT_EQ(got.size(), want.size()) << label << ": C has the wrong size";
         for (std::size_t i = 0; i < got.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 1e-4 * std::sqrt(static_cast<double>(p.K)) + 1e-6)
                 << label << ": wrong C[" << i / static_cast<std::size_t>(p.N) << ", " << i % static_cast<std::size_t>(p.N)
@@ -58,9 +68,8 @@ void expect_matches_naive(const std::string& kernel, const std::string& label) {
 
 // Speed of the registry kernel @p kernel on an n^3 problem against the reference's.
 void grade_kernel_speed(const std::string& kernel, std::int64_t n, int threads) {
-    labs::GemmCase c{kernel, "auto", n, n, n, false, false, threads, 10};
-    labs::grade_speed(kernel + " at N=" + std::to_string(n) + " on " + std::to_string(threads) + " thread(s)",
-                      c.args());
+    labs::GemmCase c{kernel, "auto", n, n, n, false, false, threads, 30};  // the long chain: 32 products
+    labs::grade_speed(kernel + " at N=" + std::to_string(n) + " on " + std::to_string(threads) + " thread(s)", c);
 }
 
 // ---- Task 1: loop order ------------------------------------------------------------------
@@ -92,8 +101,12 @@ TEST(Lab02, PackALaysOutMrRowSlivers) {
         const int mr = 6;
         const std::int64_t i0 = 2, mc = 17, p0 = 3, kc = 11;  // a block inside A, ragged at the end
         const std::int64_t slivers = (mc + mr - 1) / mr;
-        std::vector<float> got(static_cast<std::size_t>(slivers * mr * kc), -7.0f);
-        kernels::packed::pack_a(g, i0, mc, p0, kc, mr, got.data());
+        const auto got = graded::student<std::vector<float>>("pack_a", [&] {
+            std::vector<float> packed(static_cast<std::size_t>(slivers * mr * kc), -7.0f);
+            kernels::packed::pack_a(g, i0, mc, p0, kc, mr, packed.data());
+            return packed;
+        });
+        ASSERT_EQ(got.size(), static_cast<std::size_t>(slivers * mr * kc));
         for (std::int64_t s = 0; s < slivers; ++s)
             for (std::int64_t k = 0; k < kc; ++k)
                 for (int r = 0; r < mr; ++r) {
@@ -115,8 +128,12 @@ TEST(Lab02, PackBLaysOutNrColumnSlivers) {
         const int nr = 16;
         const std::int64_t p0 = 4, kc = 13, j0 = 3, nc = 33;
         const std::int64_t slivers = (nc + nr - 1) / nr;
-        std::vector<float> got(static_cast<std::size_t>(slivers * nr * kc), -7.0f);
-        kernels::packed::pack_b(g, p0, kc, j0, nc, nr, got.data());
+        const auto got = graded::student<std::vector<float>>("pack_b", [&] {
+            std::vector<float> packed(static_cast<std::size_t>(slivers * nr * kc), -7.0f);
+            kernels::packed::pack_b(g, p0, kc, j0, nc, nr, packed.data());
+            return packed;
+        });
+        ASSERT_EQ(got.size(), static_cast<std::size_t>(slivers * nr * kc));
         for (std::int64_t s = 0; s < slivers; ++s)
             for (std::int64_t k = 0; k < kc; ++k)
                 for (int c = 0; c < nr; ++c) {
@@ -138,17 +155,25 @@ void expect_micro_kernel_right(Isa isa) {
     const auto& mk = kernels::packed::micro_kernel(isa);
     const std::int64_t kc = 37, ldc = mk.nr + 5;
     std::vector<float> a = random_vector(static_cast<std::size_t>(mk.mr * kc), 5);
-    std::vector<float> b_raw = random_vector(static_cast<std::size_t>(mk.nr * kc + 16), 6);
+    // The panel's values do not depend on where the aligned copy starts: the grader's
+    // checker must see the inputs the student's process saw.
+    const std::vector<float> b_values = random_vector(static_cast<std::size_t>(mk.nr * kc), 6);
+    std::vector<float> b_raw(b_values.size() + 16);
     float* b = b_raw.data();
     while (reinterpret_cast<std::uintptr_t>(b) % 64) ++b;  // packed panels are 64-byte aligned
+    std::copy(b_values.begin(), b_values.end(), b);
     for (bool accumulate : {false, true}) {
-        std::vector<float> c(static_cast<std::size_t>(mk.mr * ldc), 0.5f);
-        mk.run(kc, a.data(), b, c.data(), ldc, accumulate);
+        const auto c = graded::student<std::vector<float>>("micro-kernel", [&] {
+            std::vector<float> tile(static_cast<std::size_t>(mk.mr * ldc), 0.5f);
+            mk.run(kc, a.data(), b, tile.data(), ldc, accumulate);
+            return tile;
+        });
+        ASSERT_EQ(c.size(), static_cast<std::size_t>(mk.mr * ldc));
         for (int i = 0; i < mk.mr; ++i)
             for (std::int64_t j = 0; j < ldc; ++j) {
                 double want = j < mk.nr && accumulate ? 0.5 : (j < mk.nr ? 0.0 : 0.5);
                 if (j < mk.nr)
-                    for (std::int64_t k = 0; k < kc; ++k) want += static_cast<double>(a[k * mk.mr + i]) * b[k * mk.nr + j];
+                    for (std::int64_t k = 0; k < kc; ++k) want += static_cast<double>(a[k * mk.mr + i]) * b_values[static_cast<std::size_t>(k * mk.nr + j)];
                 ASSERT_NEAR(c[static_cast<std::size_t>(i * ldc + j)], want, 1e-4)
                     << kernels::packed::to_string(isa) << " micro-kernel, accumulate=" << accumulate << ", C(" << i
                     << ", " << j << ")" << (j >= mk.nr ? ": it wrote outside its tile" : "");

@@ -11,6 +11,11 @@
 // from core/kernels/cuda/ at build time (tests/meson.build), so they are the core's even
 // when the student's handout files replace the core ones.
 //
+// The student's kernels are called only inside graded::student (graded.hpp): the grader
+// records their results and counts in a sandbox and checks them in this program built
+// from the reference. The counts are what the CPU runtime counted inside the student's
+// process: the checker compares them with the reference kernel's, it cannot recount them.
+//
 // Lab03Grader.*: not graded. They prove that the correctness check fails the reference
 // tiled kernel with either of its two __syncthreads removed, and reports a kernel whose
 // barrier one thread skips (a deadlock) instead of hanging.
@@ -37,6 +42,7 @@
 #include "lab03_no_load_barrier_sgemm_3.cuh"
 #include "lab03_no_reuse_barrier_sgemm_3.cuh"
 #include "lab03_reference_sgemm.cuh"
+#include "graded.hpp"
 
 namespace {
 
@@ -51,10 +57,18 @@ constexpr int kCoalesced = 2, kTiled = 3, kRegisterBlocked = 5;  // version numb
 /// Runs a SGEMM kernel: C = A * B, row-major, on the CPU runtime.
 using Sgemm = std::function<void(int M, int N, int K, const float* A, const float* B, float* C)>;
 
-/// The student's version @p version (the handout's kernel in student mode).
+/// The student's version @p version (the handout's kernel in student mode), its result
+/// recorded (and in the checker replayed) through graded::student.
 Sgemm yours(int version) {
     return [version](int M, int N, int K, const float* A, const float* B, float* C) {
-        gl::kernels::cuda_gemm(version, M, N, K, A, B, C);
+        const std::size_t size = std::size_t(M) * std::size_t(N);
+        const auto out = gl::graded::student<std::vector<float>>("version " + std::to_string(version), [&] {
+            std::vector<float> c(C, C + size);
+            gl::kernels::cuda_gemm(version, M, N, K, A, B, c.data());
+            return c;
+        });
+        if (out.size() != size) throw std::runtime_error("the recorded C has the wrong size");
+        std::copy(out.begin(), out.end(), C);
     };
 }
 
@@ -123,18 +137,62 @@ Traffic count(const std::function<void(int, int, int, const float*, const float*
     return t;
 }
 
+/// The counters as numbers, for the record of the student's run.
+using Counts = std::vector<std::uint64_t>;
+Counts to_numbers(const MemoryCounters& c) {
+    Counts out;
+    for (const auto* a : {&c.global_loads, &c.global_stores, &c.shared_loads, &c.shared_stores})
+        out.insert(out.end(), {a->requests, a->thread_accesses, a->bytes, a->sectors, a->wavefronts, a->bank_conflicts});
+    return out;
+}
+MemoryCounters from_numbers(const Counts& n) {
+    MemoryCounters c;
+    if (n.size() != 24) throw std::runtime_error("the recorded counts are malformed");
+    std::size_t i = 0;
+    for (auto* a : {&c.global_loads, &c.global_stores, &c.shared_loads, &c.shared_stores}) {
+        a->requests = n[i++], a->thread_accesses = n[i++], a->bytes = n[i++];
+        a->sectors = n[i++], a->wavefronts = n[i++], a->bank_conflicts = n[i++];
+    }
+    return c;
+}
+
 /// The counts of your version @p version (@p reference false) or the reference's on @p s.
 /// Counting is slow, so each is measured once per process: the tests of one kernel share it.
+/// Yours are counted in your process and recorded with C (or the exception's message);
+/// the result is checked where the test runs.
 const Traffic& counted(bool reference, int version, const GemmShape& s) {
     static std::map<std::tuple<bool, int, int, int, int>, Traffic> cache;
     const auto key = std::make_tuple(reference, version, s.M, s.N, s.K);
     if (const auto hit = cache.find(key); hit != cache.end()) return hit->second;
-    const Traffic t = count([reference, version](int M, int N, int K, const float* A, const float* B, float* C) {
-        if (reference)
+    if (reference) {
+        const Traffic t = count([version](int M, int N, int K, const float* A, const float* B, float* C) {
             gl::kernels::cuda::lab03_reference::launch_sgemm<gl::cuda::Counted>(version, M, N, K, A, B, C);
-        else
-            gl::kernels::cuda_gemm_counted(version, M, N, K, A, B, C);
-    }, s);
+        }, s);
+        return cache.emplace(key, t).first->second;
+    }
+    const auto [numbers, C, error] = gl::graded::student<std::tuple<Counts, std::vector<float>, std::string>>(
+        "counted version " + std::to_string(version), [&] {
+            const auto A = gl::test::random_matrix(std::size_t(s.M) * s.K, 1);
+            const auto B = gl::test::random_matrix(std::size_t(s.K) * s.N, 2);
+            DeviceVector<float> dA(A), dB(B), dC(std::size_t(s.M) * s.N);
+            dC.fill_bytes(0xff);  // NaN: an element never written stays wrong
+            gl::cuda::cpu::reset_memory_counters();
+            try {
+                gl::kernels::cuda_gemm_counted(version, s.M, s.N, s.K, dA.get(), dB.get(), dC.get());
+            } catch (const std::exception& e) {
+                return std::tuple{Counts{}, std::vector<float>{}, std::string(e.what())};
+            }
+            return std::tuple{to_numbers(gl::cuda::cpu::memory_counters()), dC.to_host(), std::string()};
+        });
+    Traffic t;
+    t.wrong = error;
+    if (error.empty()) {
+        t.counts = from_numbers(numbers);
+        const auto A = gl::test::random_matrix(std::size_t(s.M) * s.K, 1);
+        const auto B = gl::test::random_matrix(std::size_t(s.K) * s.N, 2);
+        t.wrong = C.size() == std::size_t(s.M) * s.N ? gl::test::mismatches(s, C, gl::test::reference_gemm(s, A, B))
+                                                     : "C has the wrong size";
+    }
     return cache.emplace(key, t).first->second;
 }
 
@@ -215,8 +273,11 @@ void tiled_sgemm(const gl::kernels::GemmArgs<float>& args) { gl::kernels::cuda_g
 TEST(Lab03, TiledRunsATrainingStep) {
     // Your kernel inside the framework: registered as a GEMM kernel, it computes the
     // forward and backward passes of a small network (transposed operands included).
-    gl::kernels::register_gemm({"lab03_tiled", "your shared-memory tiled kernel on the CPU runtime", &tiled_sgemm});
-    EXPECT_EQ(gl::test::step_differences("lab03_tiled"), "");
+    const auto got = gl::graded::student<std::vector<std::vector<float>>>("training step", [] {
+        gl::kernels::register_gemm({"lab03_tiled", "your shared-memory tiled kernel on the CPU runtime", &tiled_sgemm});
+        return gl::test::loss_and_gradients("lab03_tiled");
+    });
+    EXPECT_EQ(gl::test::step_differences("your tiled kernel", got), "");
 }
 
 // ---- Extra: the register-blocked kernel -------------------------------------------------

@@ -1,6 +1,11 @@
 // Lab 07 graded tests: gradient checkpointing and the caching allocator.
 // Points per test are in labs/07-memory/rubric.json. Nothing here times anything: the
 // checks are bit-for-bit gradients, exact byte counts and exact hit counts.
+//
+// The student's code is called only inside graded::student (graded.hpp): the grader
+// records its results in a sandbox and checks them in this program built from the
+// reference. Byte counts and hit counts are what the tracking allocator and the cache's
+// statistics counted inside the student's process.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +18,7 @@
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
 #include "training/memory_profile.hpp"
+#include "graded.hpp"
 
 namespace gl {
 namespace {
@@ -49,12 +55,48 @@ bool bit_identical(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+}  // namespace
+}  // namespace gl
+
+/// The gradients are recorded as the parameters' and then the input's.
+template <>
+struct gl::graded::Codec<gl::Gradients> {
+    static void write(Writer& w, const gl::Gradients& g) {
+        Codec<std::vector<std::vector<float>>>::write(w, g.params);
+        Codec<std::vector<float>>::write(w, g.input);
+    }
+    static gl::Gradients read(Reader& r) {
+        gl::Gradients g;
+        g.params = Codec<std::vector<std::vector<float>>>::read(r);
+        g.input = Codec<std::vector<float>>::read(r);
+        return g;
+    }
+};
+
+/// The cache's statistics are recorded field by field (hit_rate() is computed from them).
+template <>
+struct gl::graded::Codec<gl::memory::CacheStats> {
+    static void write(Writer& w, const gl::memory::CacheStats& s) {
+        for (const std::size_t v : {s.hits, s.misses, s.bytes_in_use, s.bytes_cached, s.blocks_cached, s.peak_reserved})
+            w.put<std::uint64_t>(v);
+    }
+    static gl::memory::CacheStats read(Reader& r) {
+        gl::memory::CacheStats s;
+        for (std::size_t* v : {&s.hits, &s.misses, &s.bytes_in_use, &s.bytes_cached, &s.blocks_cached, &s.peak_reserved})
+            *v = r.get<std::uint64_t>();
+        return s;
+    }
+};
+
+namespace gl {
+namespace {
+
 // ---- Task 1: checkpoint() ---------------------------------------------------------------
 
 TEST(Lab07, CheckpointGradientsAreBitIdentical) {
     const Gradients plain = gradients_with(0);
     for (std::size_t segments : {1u, 2u, 3u, 9u}) {
-        const Gradients ckpt = gradients_with(segments);
+        const Gradients ckpt = graded::student<Gradients>("gradients", [&] { return gradients_with(segments); });
         ASSERT_EQ(ckpt.params.size(), plain.params.size());
         for (std::size_t i = 0; i < plain.params.size(); ++i)
             EXPECT_TRUE(bit_identical(plain.params[i], ckpt.params[i]))
@@ -67,14 +109,19 @@ TEST(Lab07, CheckpointGradientsAreBitIdentical) {
 }
 
 TEST(Lab07, CheckpointRecomputesEachSegmentOnce) {
-    Rng rng(1);
-    auto net = nn::make_deep_mlp(rng, kLayers, kWidth, kIn, kClasses);
-    const Tensor x = randn({kBatch, kIn}, rng);
-    const std::size_t before = checkpoint_recompute_count();
-    const Tensor out = nn::checkpoint_sequential(*net, 3, x);
-    EXPECT_EQ(checkpoint_recompute_count(), before) << "the forward pass must not recompute anything";
-    sum(out).backward();
-    EXPECT_EQ(checkpoint_recompute_count(), before + 3) << "backward must run each of the 3 segments again, once";
+    // Recomputations counted during the forward pass, then during the backward pass.
+    const auto [forward, backward] = graded::student<std::pair<std::int64_t, std::int64_t>>("recomputes", [] {
+        Rng rng(1);
+        auto net = nn::make_deep_mlp(rng, kLayers, kWidth, kIn, kClasses);
+        const Tensor x = randn({kBatch, kIn}, rng);
+        const std::size_t before = checkpoint_recompute_count();
+        const Tensor out = nn::checkpoint_sequential(*net, 3, x);
+        const std::size_t after_forward = checkpoint_recompute_count();
+        sum(out).backward();
+        return std::pair<std::int64_t, std::int64_t>(after_forward - before, checkpoint_recompute_count() - after_forward);
+    });
+    EXPECT_EQ(forward, 0) << "the forward pass must not recompute anything";
+    EXPECT_EQ(backward, 3) << "backward must run each of the 3 segments again, once";
 }
 
 // Peak saved-activation bytes of one training step, measured by the tracking allocator.
@@ -101,7 +148,8 @@ TEST(Lab07, CheckpointKeepsOnlySegmentInputs) {
         const auto bounds = nn::segment_bounds(kLayers + 1, k);
         const std::size_t first_segment_blocks = bounds[0].second - bounds[0].first;
         const std::size_t expected = input + (k - 1) * hidden + first_segment_blocks * hidden + loss_saves;
-        EXPECT_EQ(peak_saved_bytes(k), expected)
+        const auto peak = graded::student<std::uint64_t>("peak", [&] { return peak_saved_bytes(k); });
+        EXPECT_EQ(peak, expected)
             << "with " << k << " segments the peak of saved activations should be " << expected
             << " bytes: keep only each segment's input (run fn with recording off)";
     }
@@ -110,21 +158,32 @@ TEST(Lab07, CheckpointKeepsOnlySegmentInputs) {
 // ---- Task 2: the segment policy ---------------------------------------------------------
 
 TEST(Lab07, SegmentPolicyIsSqrtN) {
-    EXPECT_EQ(nn::sqrt_segments(0), 0u);
-    EXPECT_EQ(nn::sqrt_segments(1), 1u);
-    EXPECT_EQ(nn::sqrt_segments(2), 1u);
-    EXPECT_EQ(nn::sqrt_segments(9), 3u);
-    EXPECT_EQ(nn::sqrt_segments(33), 6u) << "sqrt(33) = 5.74 rounds to 6";
-    EXPECT_EQ(nn::sqrt_segments(100), 10u);
+    const auto got = graded::student<std::vector<std::uint64_t>>("sqrt_segments", [] {
+        std::vector<std::uint64_t> out;
+        for (std::size_t n : {0u, 1u, 2u, 9u, 33u, 100u}) out.push_back(nn::sqrt_segments(n));
+        return out;
+    });
+    ASSERT_EQ(got.size(), 6u);
+    EXPECT_EQ(got[0], 0u);
+    EXPECT_EQ(got[1], 1u);
+    EXPECT_EQ(got[2], 1u);
+    EXPECT_EQ(got[3], 3u);
+    EXPECT_EQ(got[4], 6u) << "sqrt(33) = 5.74 rounds to 6";
+    EXPECT_EQ(got[5], 10u);
 }
 
 TEST(Lab07, SegmentBoundsAreEvenLongerFirst) {
     using Bounds = std::vector<std::pair<std::size_t, std::size_t>>;
-    EXPECT_EQ(nn::segment_bounds(7, 3), (Bounds{{0, 3}, {3, 5}, {5, 7}}));
-    EXPECT_EQ(nn::segment_bounds(4, 4), (Bounds{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
-    EXPECT_EQ(nn::segment_bounds(3, 10), (Bounds{{0, 1}, {1, 2}, {2, 3}})) << "more segments than modules";
-    EXPECT_EQ(nn::segment_bounds(5, 0), (Bounds{{0, 5}})) << "0 segments means one";
-    EXPECT_EQ(nn::segment_bounds(33, 6).back(), (std::pair<std::size_t, std::size_t>{28, 33}));
+    const auto bounds = [](std::size_t n, std::size_t k) {
+        return graded::student<Bounds>("segment_bounds", [&] { return nn::segment_bounds(n, k); });
+    };
+    EXPECT_EQ(bounds(7, 3), (Bounds{{0, 3}, {3, 5}, {5, 7}}));
+    EXPECT_EQ(bounds(4, 4), (Bounds{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+    EXPECT_EQ(bounds(3, 10), (Bounds{{0, 1}, {1, 2}, {2, 3}})) << "more segments than modules";
+    EXPECT_EQ(bounds(5, 0), (Bounds{{0, 5}})) << "0 segments means one";
+    const Bounds b33 = bounds(33, 6);
+    ASSERT_FALSE(b33.empty());
+    EXPECT_EQ(b33.back(), (std::pair<std::size_t, std::size_t>{28, 33}));
 }
 
 // ---- Task 3: the caching allocator ------------------------------------------------------
@@ -132,17 +191,19 @@ TEST(Lab07, SegmentBoundsAreEvenLongerFirst) {
 // A training-like trace: each step allocates the same sizes (in a varying order) and
 // frees them all. Step 1 misses on every size class; steps 2 and 3 hit every time.
 TEST(Lab07, CachingAllocatorHitRateOnAScriptedTrace) {
-    memory::CachingAllocator cache;
     const std::vector<std::size_t> sizes = {4096, 100000, 4000, 65536, 100000, 300, 1 << 20};
-    for (int step = 0; step < 3; ++step) {
-        std::vector<std::pair<void*, std::size_t>> live;
-        for (std::size_t i = 0; i < sizes.size(); ++i) {
-            const std::size_t s = sizes[(i + step) % sizes.size()];
-            live.emplace_back(cache.allocate(s), s);
+    const auto st = graded::student<memory::CacheStats>("stats", [&] {
+        memory::CachingAllocator cache;
+        for (int step = 0; step < 3; ++step) {
+            std::vector<std::pair<void*, std::size_t>> live;
+            for (std::size_t i = 0; i < sizes.size(); ++i) {
+                const std::size_t s = sizes[(i + step) % sizes.size()];
+                live.emplace_back(cache.allocate(s), s);
+            }
+            for (auto& [p, s] : live) cache.deallocate(p, s);
         }
-        for (auto& [p, s] : live) cache.deallocate(p, s);
-    }
-    const auto st = cache.stats();
+        return cache.stats();
+    });
     EXPECT_EQ(st.misses, 7u) << "the first step needs a block for each of its 7 tensors";
     EXPECT_EQ(st.hits, 14u) << "steps 2 and 3 should find every block in the cache";
     EXPECT_NEAR(st.hit_rate(), 2.0 / 3.0, 1e-12);
@@ -154,18 +215,25 @@ TEST(Lab07, CachingAllocatorHitRateOnAScriptedTrace) {
 }
 
 TEST(Lab07, CachingAllocatorServesOnlyTheSameSizeClass) {
-    memory::CachingAllocator cache;
-    void* a = cache.allocate(1000);  // class 1024
-    cache.deallocate(a, 1000);
-    void* b = cache.allocate(2000);  // class 2048: the cached 1024-byte block is too small
-    EXPECT_NE(a, b);
-    EXPECT_EQ(cache.stats().hits, 0u);
-    void* c = cache.allocate(1024);
-    EXPECT_EQ(c, a) << "a request of the same class should reuse the cached block";
-    EXPECT_EQ(cache.stats().bytes_in_use, 1024u + 2048u);
-    EXPECT_EQ(cache.stats().bytes_cached, 0u);
-    cache.deallocate(b, 2000);
-    cache.deallocate(c, 1024);
+    // Whether b and c got a's block, the statistics after b, and after c.
+    const auto [b_is_a, c_is_a, after_b, after_c] =
+        graded::student<std::tuple<bool, bool, memory::CacheStats, memory::CacheStats>>("blocks", [] {
+            memory::CachingAllocator cache;
+            void* a = cache.allocate(1000);  // class 1024
+            cache.deallocate(a, 1000);
+            void* b = cache.allocate(2000);  // class 2048: the cached 1024-byte block is too small
+            const auto stats_b = cache.stats();
+            void* c = cache.allocate(1024);
+            const auto stats_c = cache.stats();
+            cache.deallocate(b, 2000);
+            cache.deallocate(c, 1024);
+            return std::tuple{a == b, a == c, stats_b, stats_c};
+        });
+    EXPECT_FALSE(b_is_a);
+    EXPECT_EQ(after_b.hits, 0u);
+    EXPECT_TRUE(c_is_a) << "a request of the same class should reuse the cached block";
+    EXPECT_EQ(after_c.bytes_in_use, 1024u + 2048u);
+    EXPECT_EQ(after_c.bytes_cached, 0u);
 }
 
 }  // namespace

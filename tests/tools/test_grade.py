@@ -1,13 +1,14 @@
 """Tests of tools/grade.py that need no C++ build: picking the submission's files, checking
-rubrics, and judging test runs of a stand-in for a GoogleTest binary (a Python script that
-prints and reports like one, then passes, fails, hangs, crashes or skips).
+rubrics, and judging the two runs of an item (tools/graded_run.py) with a stand-in for a lab
+test program (a Python script that computes in the sandbox and records, then passes,
+fails, hangs, crashes, skips or forges its verdict, and checks by reading the record).
+The judging tests skip without a usable sandbox, unless GRADLAB_REQUIRE_SANDBOX=1.
 
 Run: python3 -m unittest discover -s tests/tools
 """
 
 import json
 import os
-import signal
 import sys
 import tempfile
 import textwrap
@@ -18,13 +19,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import grade  # noqa: E402
 
-# Behaves like a GoogleTest binary run with --gtest_filter=Fake.<Case> --gtest_output=json:F.
+# Behaves like a lab test program. With GRADLAB_GRADED_RECORD (the student's build, run in
+# the sandbox) it acts out the case (passes, fails, hangs, crashes, forges its verdict) and
+# records what it computed; with GRADLAB_GRADED_REPLAY (the trusted checker) it reports
+# only what the record says, like graded::student replaying it.
 FAKE_GTEST = textwrap.dedent("""\
     #!/usr/bin/env python3
     import json, os, signal, subprocess, sys, time
     case = next(a for a in sys.argv if a.startswith("--gtest_filter=")).split(".")[1]
-    report = next(a for a in sys.argv if a.startswith("--gtest_output=json:"))[20:]
-    def finish(result="COMPLETED", failures=(), code=0, ran=True):
+    def finish(report, result="COMPLETED", failures=(), code=0, ran=True):
         test = {"name": case, "status": "RUN", "result": result, "classname": "Fake"}
         if failures:
             test["failures"] = [{"failure": f, "type": ""} for f in failures]
@@ -34,49 +37,74 @@ FAKE_GTEST = textwrap.dedent("""\
         sys.exit(code)
     print("[==========] Running 1 test from 1 test suite.")
     print(f"[ RUN      ] Fake.{case}", flush=True)
-    if case == "Pass":
-        print(f"[       OK ] Fake.{case} (0 ms)")
-        finish()
-    if case == "Fail":
-        where = os.environ["FAKE_WORK"] + "/student/core/ops/x.cpp:3"
-        finish(failures=[where + "\\nExpected 1, got 2"], code=1)
+    replay = os.environ.get("GRADLAB_GRADED_REPLAY")
+    if replay:  # the checker: the record decides
+        report = next(a for a in sys.argv if a.startswith("--gtest_output=json:"))[20:]
+        recorded = open(replay).read()
+        if recorded == "pass":
+            print(f"[       OK ] Fake.{case} (0 ms)")
+            finish(report)
+        if recorded == "fail":
+            finish(report, failures=[os.environ["FAKE_WORK"] + "/src/core/ops/x.cpp:3\\nExpected 1, got 2"], code=1)
+        if recorded == "notimpl":
+            message = 'C++ exception with description "lab 01: not implemented: matmul backward" thrown'
+            print(message)
+            finish(report, failures=[message], code=1)
+        if recorded == "skip":
+            print("t.cpp:3: Skipped")
+            print("needs a CUDA device")
+            print(f"[  SKIPPED ] Fake.{case} (0 ms)")
+            finish(report, result="SKIPPED")
+        if recorded == "nomatch":
+            finish(report, ran=False)
+        finish(report, failures=["your program recorded no result for Fake." + case], code=1)
+    record = os.environ["GRADLAB_GRADED_RECORD"]
+    def save(what):
+        with open(record, "w") as f:
+            f.write(what)
+    if case in ("Pass", "Fail", "Skip", "NoMatch"):
+        save({"Pass": "pass", "Fail": "fail", "Skip": "skip", "NoMatch": "nomatch"}[case])
+        sys.exit(0)
     if case == "NotImplemented":
-        message = 'C++ exception with description "lab 01: not implemented: matmul backward" thrown'
-        print(message)
-        finish(failures=[message], code=1)
+        print('C++ exception with description "lab 01: not implemented: matmul backward" thrown')
+        save("notimpl")
+        sys.exit(1)
     if case == "Hang":
-        helper = subprocess.Popen(["sleep", "60"])
-        with open(os.environ["FAKE_PIDFILE"], "w") as f:
-            f.write(str(helper.pid))
+        subprocess.Popen(["sleep", "60.4242"])
         time.sleep(60)
     if case == "Segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
     if case == "OutOfMemory":
-        message = 'C++ exception with description "std::bad_alloc" thrown in the test body.'
-        print(message)
-        finish(failures=[message], code=1)
-    if case == "Skip":
-        print("t.cpp:3: Skipped")
-        print("needs a CUDA device")
-        print(f"[  SKIPPED ] Fake.{case} (0 ms)")
-        finish(result="SKIPPED")
-    if case == "NoMatch":
-        finish(ran=False)
+        print('C++ exception with description "std::bad_alloc" thrown in the test body.')
+        sys.exit(1)
     if case == "Exit":
-        sys.exit(0)  # leaves before writing its report
+        sys.exit(0)  # leaves before recording anything
+    if case == "ForgeVerdict":
+        # A hostile submission: it claims success every way a test program can.
+        print(f"[       OK ] Fake.{case} (0 ms)")
+        print("[  PASSED  ] 1 test.")
+        for a in sys.argv:
+            if a.startswith("--gtest_output=json:"):
+                finish(a[20:])
+        save("forged")
+        sys.exit(0)
     """)
 
 
 class JudgeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        if not sandbox_works():
+            if os.environ.get("GRADLAB_REQUIRE_SANDBOX") == "1":
+                raise RuntimeError("GRADLAB_REQUIRE_SANDBOX=1 but the sandbox does not work")
+            raise unittest.SkipTest("bubblewrap cannot make a sandbox here")
         cls._tmp = tempfile.TemporaryDirectory()
         cls.work = Path(cls._tmp.name)
+        cls.work.chmod(0o755)  # the sandbox's user must reach the stand-in
         cls.binary = cls.work / "fake_gtest"
         cls.binary.write_text(FAKE_GTEST)
         cls.binary.chmod(0o755)
         os.environ["FAKE_WORK"] = str(cls.work)
-        os.environ["FAKE_PIDFILE"] = str(cls.work / "helper.pid")
         cls.runs = 0
 
     @classmethod
@@ -86,7 +114,8 @@ class JudgeTest(unittest.TestCase):
     def run_case(self, case, timeout=10.0):
         JudgeTest.runs += 1
         item = grade.Item(f"Fake.{case}", 5, case, timeout)
-        return grade.run_item(self.binary, item, timeout, 1024,
+        programs = grade.Programs(self.binary, [self.work], None, self.binary)
+        return grade.run_item(programs, item, timeout, 1024,
                               self.work / "runs" / str(self.runs), self.work, "01")
 
     def test_pass(self):
@@ -103,18 +132,14 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(outcome.status, "not implemented")
         self.assertTrue(outcome.message.startswith("not implemented: matmul backward"))
 
-    def test_timeout_kills_the_process_group(self):
+    def test_timeout_leaves_no_process(self):
         start = time.monotonic()
-        outcome = self.run_case("Hang", timeout=1.0)
-        self.assertLess(time.monotonic() - start, 10)
+        outcome = self.run_case("Hang", timeout=2.0)
+        self.assertLess(time.monotonic() - start, 15)
         self.assertEqual((outcome.status, outcome.earned), ("timed out", 0))
-        self.assertEqual(outcome.message, "timed out after 1 s in Fake.Hang "
+        self.assertEqual(outcome.message, "timed out after 2 s in Fake.Hang "
                                           "(an infinite loop or a deadlock?)")
-        helper = int((self.work / "helper.pid").read_text())
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and process_alive(helper):
-            time.sleep(0.05)
-        self.assertFalse(process_alive(helper), "the test's own child must be killed too")
+        self.assertEqual(sleepers(), [], "the test's own child must be gone too")
 
     def test_crash(self):
         outcome = self.run_case("Segfault")
@@ -137,10 +162,76 @@ class JudgeTest(unittest.TestCase):
         outcome = self.run_case("NoMatch")
         self.assertEqual((outcome.status, outcome.earned), ("no tests", 0))
 
-    def test_exit_before_report(self):
+    def test_exit_before_recording_earns_nothing(self):
         outcome = self.run_case("Exit")
-        self.assertEqual((outcome.status, outcome.earned), ("crashed", 0))
-        self.assertIn("before reporting its results in Fake.Exit", outcome.message)
+        self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
+        self.assertIn("recorded no result", outcome.message)
+
+    def test_forged_verdict_earns_nothing(self):
+        # The student's program prints PASSED and writes a passing report wherever it can;
+        # the checker sees a record that is no result of the test, and fails it.
+        outcome = self.run_case("ForgeVerdict")
+        self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
+
+
+class RecordCopyTest(unittest.TestCase):
+    """The student's record file reaches the checker only as a bounded regular file."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self._tmp.name)
+        self.copy = self.dir / "check" / "record.bin"
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_regular_file_is_copied(self):
+        (self.dir / "record.bin").write_bytes(b"GRADLAB-RECORD 1\n")
+        self.assertEqual(grade.graded_run.copy_record(self.dir / "record.bin", self.copy), "")
+        self.assertEqual(self.copy.read_bytes(), b"GRADLAB-RECORD 1\n")
+
+    def test_link_fifo_and_absence_are_refused(self):
+        secret = self.dir / "secret"
+        secret.write_text("not the student's")
+        (self.dir / "link").symlink_to(secret)
+        os.mkfifo(self.dir / "fifo")
+        for name, problem in [("link", "link"), ("fifo", "not a regular file"),
+                              ("missing", "recorded no results")]:
+            self.assertIn(problem, grade.graded_run.copy_record(self.dir / name, self.copy))
+            self.assertEqual(self.copy.read_bytes(), b"", "the checker gets an empty record")
+
+    def test_size_is_capped(self):
+        big = self.dir / "record.bin"
+        with open(big, "wb") as f:
+            f.truncate(3 << 20)
+        cap = grade.graded_run.MAX_RECORD_BYTES
+        grade.graded_run.MAX_RECORD_BYTES = 1 << 20  # the real cap, 512 MiB, works the same
+        try:
+            self.assertEqual(grade.graded_run.copy_record(big, self.copy), "")
+        finally:
+            grade.graded_run.MAX_RECORD_BYTES = cap
+        self.assertEqual(self.copy.stat().st_size, 1 << 20)
+
+
+def sandbox_works():
+    try:
+        grade.sandbox.check()
+        return True
+    except grade.sandbox.SandboxUnavailable:
+        return False
+
+
+def sleepers():
+    """The `sleep 60.4242` processes the Hang case starts (none may outlive its item)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == b"sleep\x0060.4242\x00":
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
 
 
 def process_alive(pid):

@@ -165,6 +165,21 @@ INSTANTIATE_TEST_SUITE_P(Cases, IdxBroken,
                              return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_gz" : "_raw");
                          });
 
+TEST(IdxRead, HugeExtentsAroundAZeroAreAnEmptyArray) {
+    TempDir dir;
+    write_raw(dir / "a.idx", idx_header(0x0E, {0xFFFFFFFF, 0xFFFFFFFF, 0}));
+    const IdxArray a = read_idx(dir / "a.idx");
+    EXPECT_EQ(a.numel(), 0);
+    EXPECT_TRUE(a.bytes.empty());
+}
+
+TEST(IdxArray, NumelOfExtentsBeyondInt64IsAnError) {
+    IdxArray a;
+    a.shape = {0xFFFFFFFF, 0xFFFFFFFF};
+    EXPECT_THAT(thrown_message([&] { a.numel(); }),
+                HasSubstr("4294967295 x 4294967295 hold more than 2^63 elements"));
+}
+
 TEST(IdxRead, MaxBytesIsAdjustable) {
     TempDir dir;
     write_raw(dir / "a.idx", idx_file(0x08, {4, 4}, Bytes(16, 0)));

@@ -99,6 +99,31 @@ TEST_F(MnistFolder, ImagesMustBeThreeDimensional) {
                 AllOf(HasSubstr("train-images-idx3-ubyte"), HasSubstr("must be N x H x W")));
 }
 
+TEST_F(MnistFolder, ASplitWithoutImagesIsRejected) {
+    write_gz(dir_ / "t10k-images-idx3-ubyte.gz", idx_file(0x08, {0, 2, 2}, {}));
+    write_gz(dir_ / "t10k-labels-idx1-ubyte.gz", idx_file(0x08, {0}, {}));
+    EXPECT_THAT(thrown_message([&] { MnistDataset{dir_.path(), MnistSplit::Test}; }),
+                AllOf(HasSubstr("t10k-images-idx3-ubyte.gz"), HasSubstr("holds 0 images"),
+                      HasSubstr("needs at least one")));
+}
+
+TEST_F(MnistFolder, NoImagesOfAHugeSizeIsRejectedBeforeThePixelCount) {
+    // An empty array passes read_idx whatever its other extents; H x W = (2^32 - 1)^2
+    // overflows int64 and once made a model with a nonsense input size.
+    write_raw(dir_ / "train-images-idx3-ubyte", idx_header(0x08, {0, 0xFFFFFFFF, 0xFFFFFFFF}));
+    write_raw(dir_ / "train-labels-idx1-ubyte", idx_header(0x08, {0}));
+    EXPECT_THAT(thrown_message([&] { MnistDataset{dir_.path(), MnistSplit::Train}; }),
+                HasSubstr("holds 0 images"));
+}
+
+TEST_F(MnistFolder, FilesAreCheckedWithoutTensors) {
+    const MnistFiles f = read_mnist_files(dir_.path(), MnistSplit::Train);
+    EXPECT_EQ(f.count, 5);
+    EXPECT_EQ(f.pixels_per_image, 12);
+    EXPECT_EQ(f.images.bytes.size(), 60u);
+    EXPECT_EQ(f.labels.bytes, (Bytes{9, 0, 1, 2, 3}));
+}
+
 TEST_F(MnistFolder, LabelsMustBeBytes) {
     write_raw(dir_ / "train-labels-idx1-ubyte", idx_file(0x0C, {5}, Bytes(20, 0)));
     EXPECT_THAT(thrown_message([&] { MnistDataset{dir_.path(), MnistSplit::Train}; }),

@@ -45,6 +45,23 @@ TEST(Tensor, BadArgumentsGiveClearErrors) {
     EXPECT_THAT([] { Tensor().shape(); }, ::testing::ThrowsMessage<Error>(HasSubstr("undefined tensor")));
 }
 
+TEST(Tensor, ShapesWhoseSizeOverflowsAreRejected) {
+    // 2^32 - 1 squared does not fit in int64: the count must not wrap to a small number.
+    EXPECT_THAT([] { numel_of({0xFFFFFFFF, 0xFFFFFFFF}); },
+                ::testing::ThrowsMessage<Error>(HasSubstr("shape [4294967295, 4294967295] has more than 2^63 elements")));
+    EXPECT_THAT([] { empty({0xFFFFFFFF, 0xFFFFFFFF}); }, ::testing::ThrowsMessage<Error>(HasSubstr("2^63")));
+    // 2^62 elements fit in int64, their 2^64 bytes of float32 do not fit in size_t.
+    EXPECT_THAT([] { empty({std::int64_t{1} << 62}); },
+                ::testing::ThrowsMessage<Error>(HasSubstr("float32 needs more than 2^64 bytes")));
+}
+
+TEST(Tensor, AnEmptyShapeWithHugeExtentsHoldsNothing) {
+    const Tensor t = empty({0, 0xFFFFFFFF, 0xFFFFFFFF});
+    EXPECT_EQ(t.numel(), 0);
+    EXPECT_EQ(t.strides()[2], 1);
+    EXPECT_EQ(t.strides()[1], 0xFFFFFFFF);
+}
+
 TEST(Tensor, ViewsShareStorageAndCloneDoesNot) {
     Tensor a = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
     Tensor v = t(a);

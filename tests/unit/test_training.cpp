@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "data/dataset.hpp"
 #include "sys/cpu_info.hpp"
 #include "sys/cuda_info.hpp"
@@ -63,6 +65,49 @@ TEST(Training, LearnsAndReportsProgress) {
     EXPECT_EQ(after.examples, 512);
     EXPECT_GT(r.samples_per_second, 0.0);
     EXPECT_THROW(training::make_optimizer("lbfgs", net.parameters(), 0.1), Error);
+}
+
+TEST(Training, ASetUpThatCannotWorkIsRejectedBeforeTraining) {
+    const auto data = blob_dataset(1);
+    const TensorDataset empty_set(empty({0, 8}), empty({0}, DType::Int32), 2);
+    const training::Blobs wide = training::make_blobs(4, 9, 1);
+    const TensorDataset other_shape(wide.x, wide.y, 2);
+    const training::FitOptions ok;
+    EXPECT_NO_THROW(training::check_fit(data.get(), data.get(), ok));
+    EXPECT_NO_THROW(training::check_fit(data.get(), nullptr, ok));
+    using ::testing::HasSubstr;
+    using ::testing::ThrowsMessage;
+    EXPECT_THAT([&] { training::check_fit(data.get(), &empty_set, ok); },
+                ThrowsMessage<Error>(HasSubstr("the test set is empty")));
+    EXPECT_THAT([&] { training::check_fit(&empty_set, data.get(), ok); },
+                ThrowsMessage<Error>(HasSubstr("the training set is empty")));
+    EXPECT_THAT([&] { training::check_fit(data.get(), &other_shape, ok); },
+                ThrowsMessage<Error>(HasSubstr("test examples have shape [9], training examples [8]")));
+    training::FitOptions bad = ok;
+    bad.lr = std::nan("");
+    EXPECT_THAT([&] { training::check_fit(data.get(), data.get(), bad); },
+                ThrowsMessage<Error>(HasSubstr("learning rate must be a finite number")));
+    bad = ok;
+    bad.epochs = 0;
+    EXPECT_THAT([&] { training::check_fit(data.get(), data.get(), bad); },
+                ThrowsMessage<Error>(HasSubstr("epochs must be at least 1")));
+    bad = ok;
+    bad.batch_size = 0;
+    EXPECT_THAT([&] { training::check_fit(data.get(), data.get(), bad); },
+                ThrowsMessage<Error>(HasSubstr("batch_size must be at least 1")));
+}
+
+TEST(Training, FitRejectsAnEmptyTestSetBeforeTheFirstEpoch) {
+    Rng rng(0);
+    nn::Linear net(8, 2, rng);
+    const auto data = blob_dataset(1);
+    const TensorDataset empty_set(empty({0, 8}), empty({0}, DType::Int32), 2);
+    int epochs_run = 0;
+    training::FitOptions options;
+    options.epochs = 1;
+    EXPECT_THROW(training::fit(net, data, &empty_set, options, [&](const auto&) { ++epochs_run; }), Error);
+    EXPECT_EQ(epochs_run, 0);
+    EXPECT_THROW(training::evaluate(net, empty_set), Error) << "an accuracy of no examples is not 0";
 }
 
 TEST(Machine, CpuFeaturesAreConsistent) {

@@ -4,11 +4,19 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "../../bench/claims/claims.hpp"
+#include "build_info.hpp"
 #include "base/error.hpp"
 #include "data/mnist.hpp"
 #include "dist/mpi_comm.hpp"
@@ -80,7 +88,7 @@ struct TrainArgs {
     std::uint64_t seed = 0;
     std::string data;
     std::string gemm;
-    std::size_t limit = 0;
+    std::int64_t limit = 0;  // 0: all of the training set
     int threads = 0;
     bool memory = false;             // print the memory table
     std::string allocator = "direct";  // "direct" (malloc) or "caching"
@@ -120,13 +128,10 @@ void print_epoch(const gl::training::EpochReport& e, int epochs, bool mixed_prec
 }
 
 // train --workers N --parallel dp|ddp --backend threads|mpi: every rank trains, rank 0 reports.
-int cmd_train_parallel(const TrainArgs& a, const std::shared_ptr<const gl::Dataset>& train, const gl::Dataset& test) {
+int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
+                       const std::shared_ptr<const gl::Dataset>& train, const gl::Dataset& test) {
     gl::dist::ParallelFitOptions o;
-    o.fit.epochs = a.epochs;
-    o.fit.batch_size = a.batch_size;
-    o.fit.lr = a.lr;
-    o.fit.optimizer = a.optimizer;
-    o.fit.seed = a.seed;
+    o.fit = fit;
     o.parallel = a.parallel;
     const auto make_model = [&] {
         gl::Rng rng(a.seed);
@@ -148,29 +153,55 @@ int cmd_train_parallel(const TrainArgs& a, const std::shared_ptr<const gl::Datas
         auto& comm = gl::dist::MpiCommunicator::world();
         comm.set_timeout_s(300.0);
         report(comm);
-    } else {
-        throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
-                        (gl::dist::nccl_available() ? "use --backend threads or mpi"
-                                                    : "this build has no NCCL either; use --backend threads or mpi"));
     }
     return 0;
 }
 
+// The combinations of options that cannot work, found before the data sets are loaded.
+void check_train_args(const TrainArgs& a) {
+    if (a.backend == "nccl")
+        throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
+                        (gl::dist::nccl_available() ? "use --backend threads or mpi"
+                                                    : "this build has no NCCL either; use --backend threads or mpi"));
+    const bool parallel = a.workers > 1 || a.backend != "threads";
+    if (parallel && (a.precision != "fp32" || a.memory))
+        throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
+                        "without memory accounting");
+    if (a.backend == "threads" && a.parallel == "ddp" && a.batch_size % static_cast<std::size_t>(a.workers) != 0)
+        throw gl::Error(fmt::format("--batch-size {} is not a multiple of --workers {}; DDP gives each worker an "
+                                    "equal share of the batch",
+                                    a.batch_size, a.workers));
+}
+
+gl::training::FitOptions fit_options(const TrainArgs& a) {
+    gl::training::FitOptions opt;
+    opt.epochs = a.epochs;
+    opt.batch_size = a.batch_size;
+    opt.lr = a.lr;
+    opt.optimizer = a.optimizer;
+    opt.seed = a.seed;
+    opt.precision.dtype = gl::training::parse_precision(a.precision);
+    opt.precision.loss_scaling = !a.no_loss_scaling;
+    opt.precision.master_weights = !a.no_master_weights;
+    return opt;
+}
+
 int cmd_train(TrainArgs a) {
     if (a.backend.empty()) a.backend = gl::dist::launched_by_mpirun() ? "mpi" : "threads";
+    check_train_args(a);
     if (!a.gemm.empty()) gl::kernels::set_default_gemm(a.gemm);
     if (a.threads > 0) gl::set_num_threads(a.threads);
     const std::string dir = a.data.empty() ? gl::default_fashion_mnist_dir().string() : a.data;
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
-    if (a.limit > 0 && a.limit < train->size()) train = gl::SubsetDataset::first(train, a.limit);
+    if (a.limit > 0 && static_cast<std::size_t>(a.limit) < train->size())
+        train = gl::SubsetDataset::first(train, static_cast<std::size_t>(a.limit));
     const gl::MnistDataset test(dir, gl::MnistSplit::Test);
+    const gl::training::FitOptions opt = fit_options(a);
+    gl::training::check_fit(train.get(), &test, opt);  // before any output: an error is the only line
     if (a.workers > 1 || a.backend != "threads") {
-        if (a.precision != "fp32" || a.memory)
-            throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
-                            "without memory accounting");
         if (a.backend != "mpi" || gl::dist::MpiCommunicator::world().rank() == 0)
             fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
-        return cmd_train_parallel(a, train, test);
+        return cmd_train_parallel(a, opt, train, test);
     }
     // The allocators come after the datasets (which are not counted) and before the model
     // and optimizer (which must come from them to be counted).
@@ -185,20 +216,11 @@ int cmd_train(TrainArgs a) {
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
     fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
                a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), a.allocator);
-    const gl::DType low = gl::training::parse_precision(a.precision);
+    const gl::DType low = opt.precision.dtype;
     if (low != gl::DType::Float32)
         fmt::print("precision: {} matmuls ({} GEMM, FP32 accumulation), loss scaling {}, FP32 master weights {}\n",
                    a.precision, gl::kernels::best_lowp_gemm(low).name, a.no_loss_scaling ? "off" : "on",
                    a.no_master_weights ? "off" : "on");
-    gl::training::FitOptions opt;
-    opt.epochs = a.epochs;
-    opt.batch_size = a.batch_size;
-    opt.lr = a.lr;
-    opt.optimizer = a.optimizer;
-    opt.seed = a.seed;
-    opt.precision.dtype = low;
-    opt.precision.loss_scaling = !a.no_loss_scaling;
-    opt.precision.master_weights = !a.no_master_weights;
     int epoch = 1;
     ProgressBar bar(1, a.epochs);
     gl::training::fit(
@@ -229,30 +251,127 @@ int cmd_train(TrainArgs a) {
     return 0;
 }
 
+// Creates @p dir if needed and checks that files can be written in it.
+void check_writable_folder(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir))
+        throw gl::Error(fmt::format("cannot use {} as the output folder ({}); choose another with --out", dir,
+                                    ec ? ec.message() : "it is not a folder"));
+    if (access(dir.c_str(), W_OK) != 0)
+        throw gl::Error(fmt::format("cannot write in the output folder {} ({}); choose another with --out", dir,
+                                    std::strerror(errno)));
+}
+
+// The time now, UTC, as 2026-12-01T01:36:48Z.
+std::string utc_now() {
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
 int cmd_claims(bool quick, const std::string& out_dir, const std::vector<std::string>& only, const std::string& data,
                std::uint64_t seed) {
+    // Before the experiments, not after minutes of them.
+    check_writable_folder(out_dir);
+    if (!data.empty() && !std::filesystem::is_directory(data))
+        throw gl::Error(fmt::format("--data {} is not a folder; give the folder that holds the MNIST-format files",
+                                    data));
     gl::claims::Context ctx;
     ctx.quick = quick;
     ctx.data_dir = data;
     ctx.seed = seed;
     ctx.log = &std::cerr;
-    const std::string machine = machine_summary();
-    fmt::print("gradlab claims report{}\nmachine: {}\n", quick ? " (quick)" : "", machine);
+    gl::claims::RunInfo info;
+    info.machine = machine_summary();
+    info.commit = GRADLAB_COMMIT;
+    info.build_type = GRADLAB_BUILD_TYPE;
+    info.date = utc_now();
+    info.quick = quick;
+    fmt::print("gradlab claims report{}\nmachine: {}\ncommit: {} ({} build), {}\n", quick ? " (quick)" : "",
+               info.machine, info.commit, info.build_type, info.date);
     std::fflush(stdout);
     const auto results = gl::claims::run_claims(ctx, only);
     gl::claims::print_table(results, std::cout);
-    std::filesystem::create_directories(out_dir);
     // Write to temporary names and rename, so an interrupted run leaves no half-written report.
     const auto md_path = std::filesystem::path(out_dir) / "claims.md";
     const auto json_path = std::filesystem::path(out_dir) / "claims.json";
     {
-        std::ofstream(md_path.string() + ".tmp") << gl::claims::to_markdown(results, machine);
-        std::ofstream(json_path.string() + ".tmp") << gl::claims::to_json(results, machine).dump(2) << "\n";
+        std::ofstream(md_path.string() + ".tmp") << gl::claims::to_markdown(results, info);
+        std::ofstream(json_path.string() + ".tmp") << gl::claims::to_json(results, info).dump(2) << "\n";
     }
     std::filesystem::rename(md_path.string() + ".tmp", md_path);
     std::filesystem::rename(json_path.string() + ".tmp", json_path);
     fmt::print("written: {} and {}\n", md_path.string(), json_path.string());
     return 0;
+}
+
+// Parses all of @p s as a T; false when it is not a number of that type or out of its range
+// (CLI11's own conversion saturates: 99999999999999999999 would become 2^63-1).
+template <class T>
+bool parse_number(const std::string& s, T& value) {
+    const char* begin = s.data() + (s.starts_with('+') ? 1 : 0);  // from_chars takes no '+'
+    const char* end = s.data() + s.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, value);
+    return ec == std::errc() && ptr == end;
+}
+
+// Validators that name what was wrong with the value and what would be right.
+const CLI::Validator kCount(
+    [](std::string& s) {
+        std::int64_t n = 0;
+        return parse_number(s, n) && n >= 1 ? std::string()
+                                           : "'" + s + "' is not a count; give a whole number from 1 to 2^63-1";
+    },
+    "N >= 1");
+const CLI::Validator kPositiveFinite(
+    [](std::string& s) {
+        double x = 0;
+        return parse_number(s, x) && std::isfinite(x) && x > 0
+                   ? std::string()
+                   : "'" + s + "' is not a positive finite number; give one such as 0.001";
+    },
+    "X > 0");
+const CLI::Validator kUnsigned(
+    [](std::string& s) {
+        std::uint64_t n = 0;
+        return parse_number(s, n) ? std::string() : "'" + s + "' is not a whole number from 0 to 2^64-1";
+    },
+    "N >= 0");
+
+std::vector<std::string> subcommand_names(CLI::App& app) {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    return names;
+}
+
+// The name of the subcommand in argv (for "see gradlab NAME --help"), or empty.
+std::string subcommand_named(CLI::App& app, int argc, char** argv) {
+    const std::vector<std::string> names = subcommand_names(app);
+    for (int i = 1; i < argc; ++i)
+        if (std::find(names.begin(), names.end(), argv[i]) != names.end()) return argv[i];
+    return "";
+}
+
+// One line for any mistake on the command line, naming it and where help is; exit code 2.
+// --help prints the help and exits 0, as CLI11 does.
+int parse_failed(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    const std::vector<std::string> names = subcommand_names(app);
+    if (argc >= 2 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+        fmt::print(stderr, "gradlab: error: unknown command '{}'; the commands are {} (see gradlab --help)\n", argv[1],
+                   join(names, ", "));
+    } else if (const std::string sub = subcommand_named(app, argc, argv); sub.empty()) {
+        fmt::print(stderr, "gradlab: error: {}{}; the commands are {} (see gradlab --help)\n",
+                   argc >= 2 ? fmt::format("'{}' comes before any command: ", argv[1]) : "", e.what(),
+                   join(names, ", "));
+    } else {
+        fmt::print(stderr, "gradlab: error: {}: {} (see gradlab {} --help)\n", sub, e.what(), sub);
+    }
+    return 2;
 }
 
 }  // namespace
@@ -267,12 +386,12 @@ int main(int argc, char** argv) {
     auto* train = app.add_subcommand("train", "train SimpleNet (784-128-10) on an MNIST-format dataset");
     train->add_option("--epochs", t.epochs, "passes over the training set")->check(CLI::Range(1, 1000));
     train->add_option("--batch-size", t.batch_size, "examples per step (with several workers: over all of them)")->check(CLI::Range(1, 1 << 20));
-    train->add_option("--lr", t.lr, "learning rate")->check(CLI::PositiveNumber);
+    train->add_option("--lr", t.lr, "learning rate")->check(kPositiveFinite);
     train->add_option("--optimizer", t.optimizer, "sgd (momentum 0.9) or adam")->check(CLI::IsMember({"sgd", "adam"}));
-    train->add_option("--seed", t.seed, "seed for initialisation and shuffling");
+    train->add_option("--seed", t.seed, "seed for initialisation and shuffling")->check(kUnsigned);
     train->add_option("--data", t.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     train->add_option("--gemm", t.gemm, "GEMM kernel to use (see `gradlab info`)");
-    train->add_option("--limit", t.limit, "use only the first N training examples");
+    train->add_option("--limit", t.limit, "use only the first N training examples")->check(kCount);
     train->add_option("--threads", t.threads, "intra-op threads (default: the CPUs this process may use)")
         ->check(CLI::Range(1, 256));
     train->add_flag("--memory", t.memory, "count memory by category (parameters, gradients, optimizer state, "
@@ -299,11 +418,18 @@ int main(int argc, char** argv) {
     auto* claims = app.add_subcommand("claims", "run the experiments behind the lecture's claims and print verdicts");
     claims->add_flag("--quick", quick, "keep the whole report within a few minutes");
     claims->add_option("--out", out_dir, "folder for claims.md and claims.json");
-    claims->add_option("--only", only, "claim IDs to run (e.g. FW-1 FW-2)");
+    // Every claim of CLAIMS.md, built or not: one without an experiment gets its "not built yet" row.
+    std::vector<std::string> claim_ids;
+    for (const auto& c : gl::claims::lecture_claims()) claim_ids.push_back(c.id);
+    claims->add_option("--only", only, "claim IDs to run (e.g. FW-1 FW-2)")->check(CLI::IsMember(claim_ids));
     claims->add_option("--data", claims_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
-    claims->add_option("--seed", claims_seed, "seed for every experiment");
+    claims->add_option("--seed", claims_seed, "seed for every experiment")->check(kUnsigned);
 
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return parse_failed(app, e, argc, argv);
+    }
     try {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);

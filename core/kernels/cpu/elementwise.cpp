@@ -36,10 +36,8 @@ using Ints16 = std::int32_t __attribute__((vector_size(64)));
 // if-converts the clamps into three masked cases (below, inside, above the range) and
 // runs at two thirds of the speed.
 // (Always inlined into its callers, so GCC's note about how a 64-byte vector would be
-// passed between functions compiled for different ISAs does not apply. GCC gives the
-// note at the end of the file, so it is silenced for the rest of this file, not pushed
-// and popped.)
-#pragma GCC diagnostic ignored "-Wpsabi"
+// passed between functions compiled for different ISAs does not apply; meson.build
+// compiles this file with -Wno-psabi.)
 template <class T>
 __attribute__((always_inline)) inline T exp_inline(T x) {
     using Int = std::conditional_t<std::is_same_v<T, float>, std::int32_t, Ints16>;

@@ -87,7 +87,7 @@ std::string why_no_gpu() {
 #endif
 }
 
-void sgemm_cuda(const GemmArgs<float>& g) {
+void sgemm_cuda([[maybe_unused]] const GemmArgs<float>& g) {  // unused without CUDA
     const std::string why = why_no_gpu();
     if (!why.empty())
         throw gl::cuda::Error(gl::cuda::ErrorCode::no_device,

@@ -127,7 +127,6 @@ std::atomic<Isa>& chosen_isa() {
     return isa;
 }
 
-
 }  // namespace
 
 std::string to_string(Isa isa) {

@@ -84,7 +84,6 @@ std::atomic<Isa>& chosen_isa() {
     return isa;
 }
 
-
 }  // namespace
 
 std::string to_string(Isa isa) {

@@ -1,0 +1,82 @@
+// Every claim of the lecture (../shared/CLAIMS.md), in its order, with its lab: the report
+// has a row for each, and a claim without an experiment yet is a "not built yet" row, not
+// a missing one. tests/claims/test_verdicts.cpp checks this list against CLAIMS.md.
+#include <regex>
+#include <sstream>
+
+#include "claims.hpp"
+
+namespace gl::claims {
+
+const std::vector<ListedClaim>& lecture_claims() {
+    // The claims that have an experiment say what the lecture says in their lab's file
+    // (claims_lNN.cpp); the sentence here is for the rows of the ones that do not yet.
+    static const std::vector<ListedClaim> all = {
+        {"FW-1", "01", ""},
+        {"FW-2", "01", ""},
+        {"GEMM-1", "02", ""},
+        {"CPU-1", "02", ""},
+        {"CPU-2", "02", ""},
+        {"GPU-1", "03", ""},
+        {"GPU-2", "03", ""},
+        {"MEM-1", "04", ""},
+        {"MEM-2", "04", ""},
+        {"MEM-3", "04", ""},
+        {"FP-1", "05", ""},
+        {"FP-2", "05", ""},
+        {"FP-3", "05", ""},
+        {"FP-4", "05", ""},
+        {"FP-5", "05", ""},
+        {"FP-6", "05", ""},
+        {"DATA-1", "06", "without prefetching the accelerator waits for data; worker threads with a prefetch queue make "
+                         "a step about max(load / workers, compute)"},
+        {"DATA-2", "06", "num_workers about the cores per device; more than the cores hurts"},
+        {"DATA-3", "06", "pin_memory (page-locked host buffers) speeds host-to-device copies and allows non_blocking "
+                         "copies"},
+        {"DATA-4", "06", "the augmentation pipeline (random resized crop, flip, colour jitter, normalize) as composable "
+                         "transforms"},
+        {"CKPT-1", "07", ""},
+        {"CKPT-2", "07", ""},
+        {"CKPT-3", "07", ""},
+        {"DP-1", "08", ""},
+        {"DP-2", "08", ""},
+        {"DP-3", "08", ""},
+        {"DP-4", "08", ""},
+        {"DP-5", "08", ""},
+        {"MP-1", "09", "model parallelism puts layers on different devices; tensor parallelism splits one matrix "
+                       "multiply across devices with the same result"},
+        {"MP-2", "09", "pipeline parallelism with micro-batches: bubble fraction (p-1)/(m+p-1)"},
+        {"PROF-1", "10", "a profiler's per-op table and timeline find the bottleneck, and each bottleneck has its fix"},
+        {"CONV-1", "11", "direct, im2col + GEMM, Winograd (2.25x fewer multiplies) and FFT convolutions agree; the "
+                         "fastest depends on the shape, so an autotuner measures and picks"},
+        {"CONV-2", "11", "a small CNN beats the MLP (Fashion-MNIST ~0.91 for two conv layers)"},
+        {"Q-1", "12", "INT8 weights are 4x smaller with little accuracy loss; quantization-aware training recovers "
+                      "the rest; INT8 GEMM is faster"},
+        {"JIT-1", "13", "capturing a static graph allows fusion, static memory planning and fewer launches"},
+        {"DEPLOY-1", "13", "a captured graph exported (ONNX) with its weights runs ahead of time elsewhere with the "
+                           "same outputs"},
+        {"TPU-1", "14", "a systolic array computes a matrix multiply with each operand fetched from memory once"},
+        {"ENERGY-1", "14", "accelerators win on work per joule: memory accesses, not multiply-adds, dominate energy"},
+        {"ASYNC-1", "15", "CUDA streams overlap copies and compute; non_blocking copies"},
+        {"CHOICE-1", "15", "CPU is fine for small models and data, GPU wins for large ones: there is a crossover size"},
+        {"DEV-1", "15", "keep the model and the data on one device: each host<->device copy and each sync in a step "
+                        "costs time"},
+    };
+    return all;
+}
+
+std::vector<ListedClaim> parse_claims_md(const std::string& text) {
+    // "## L08 Data parallel training" starts lab 08; "- **DP-2** Ring ..." is a claim.
+    static const std::regex section(R"(^## L(\d+)\b)"), claim(R"(^- \*\*([A-Z0-9]+-\d+)\*\*)");
+    std::vector<ListedClaim> claims;
+    std::istringstream in(text);
+    std::string line, lab;
+    std::smatch match;
+    while (std::getline(in, line)) {
+        if (std::regex_search(line, match, section)) lab = match[1];
+        else if (std::regex_search(line, match, claim)) claims.push_back({match[1], lab, ""});
+    }
+    return claims;
+}
+
+}  // namespace gl::claims

@@ -1,0 +1,407 @@
+"""The grader's builds: a trusted one of the pristine repository, and the student's, made
+in a sandbox from a staged copy of the repository in which no reference of the lab exists.
+
+Three kinds of build folder, all outside the repository:
+
+- the **trusted build** (default CACHE/trusted; `--trusted-build` may name an existing
+  build of this repository, e.g. build/ in CI): the pristine repository, built outside the
+  sandbox. Its lab test programs are the checkers, its lab_reference the reference side of
+  timed items. Updated incrementally (ninja) before each grading.
+- the **student base** of each lab (CACHE/labNN/): `src/`, a copy of the repository without
+  solutions/, .git or build folders, in which the lab's core files are the *handout* stubs;
+  `build/` (release) and `build-asan/` (AddressSanitizer + UBSan), configured like any
+  build of the repository and built *inside the sandbox*, where the tree is /grade/src and
+  the build /grade/src/build (-asan). The compile commands are then those of a checkout's
+  build/, so the grader's compiler cache (mounted: the base builds compile only pristine
+  sources, as trusted code) serves what the machine compiled before, and keeps theirs. Kept up to date
+  incrementally; a lock file serialises gradings of one lab.
+- the **student build** (WORK/build, WORK/build-asan): a copy of the base build, and
+  WORK/src, a copy of the base's sources with the submission's files in place of the
+  stubs. Mounted at the same fixed paths in the sandbox, ninja recompiles only the files
+  the student changed and relinks, without a compiler cache. The student's build steps
+  run in the sandbox too: they see /grade/src read-only, their build folder writable, and
+  nothing else of the machine's files but /usr and /etc.
+
+So the reference of the lab's files is neither on the include path nor anywhere the
+student's build or programs can read: the staged tree has the student's files where the
+reference was, and the base build was compiled from the stubs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sandbox  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+INSIDE = Path("/grade")  # where the sandbox sees the student's tree and build
+INSIDE_SRC, INSIDE_CCACHE, INSIDE_RUN = INSIDE / "src", INSIDE / "ccache", INSIDE / "run"
+# The build folders sit inside the tree (/grade/src/build), as build/ does in a checkout:
+# the compile commands are then the same as a checkout's, so a base build finds the
+# objects of the machine's own builds in the compiler cache.
+BUILD_TIMEOUT_S = 1800
+BASE_TIMEOUT_S = 3600  # a cold base build compiles the whole core library
+# Top-level entries of the repository that the staged copy leaves out: the answer key,
+# the history (which holds every reference), build outputs.
+NOT_STAGED = {".git", "solutions", "results", ".ci"}
+NOT_STAGED_PATTERNS = [re.compile(r"build.*"), re.compile(r"__pycache__")]
+MOUNT_POINTS = {"build", "build-asan"}  # empty folders of the staged tree
+MIN_FREE_BYTES = 2 << 30  # a student build needs its base build's size and some room
+
+# The two flavours of student build. The sanitizer one runs the correctness items again,
+# so that a write past a buffer's end fails even where a release build does not notice.
+FLAVOURS = {
+    "release": ["-Dbuildtype=release"],
+    "asan": ["-Dbuildtype=debugoptimized", "-Db_sanitize=address,undefined", "-Db_lundef=false",
+             "-Dwith_cuda=disabled"],
+}
+
+
+class SetupError(Exception):
+    """A problem of the grading setup, not of the submission: exit status 3."""
+
+
+def folder_name(flavour: str) -> str:
+    return "build" if flavour == "release" else f"build-{flavour}"
+
+
+def inside_build(flavour: str) -> Path:
+    return INSIDE_SRC / folder_name(flavour)
+
+
+def build_limits(jobs: int, wall_s: float) -> sandbox.Limits:
+    """Compilers are big: 4 GiB each, two dozen processes per compile job (gcc, cc1plus,
+    as, nvcc's helpers), no output cap that a page of template errors would reach."""
+    return sandbox.Limits(cpu_s=wall_s, memory_mb=4096, processes=32 + 24 * jobs,
+                          output_bytes=16 << 20, wall_s=wall_s, file_mb=2048)
+
+
+def default_cache() -> Path:
+    """One cache per repository checkout: its path's hash keeps checkouts apart."""
+    if os.environ.get("GRADLAB_GRADE_CACHE"):  # e.g. for tests
+        return Path(os.environ["GRADLAB_GRADE_CACHE"])
+    key = hashlib.sha256(str(REPO.resolve()).encode()).hexdigest()[:12]
+    if os.geteuid() == 0:  # the sandbox user must reach it: not under /root
+        return Path("/var/cache/gradlab-grade") / key
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return home / "gradlab-grade" / key
+
+
+def make_cache(requested: Path | None) -> Path:
+    cache = (requested or default_cache()).expanduser().resolve()
+    if cache == REPO.resolve() or REPO.resolve() in cache.parents:
+        raise SetupError(f"the grader's cache {cache} is inside the repository; give "
+                         f"--cache a folder outside {REPO}")
+    try:
+        make_reachable(cache)
+    except OSError as e:
+        raise SetupError(f"cannot make the grader's cache {cache} ({e.strerror}); give --cache "
+                         f"a writable folder") from None
+    return cache
+
+
+def host_ccache() -> Path | None:
+    """The grader's own compiler cache (warm from the machine's builds of the repository),
+    which the base builds read (only read) to skip compiling what was compiled before."""
+    try:
+        done = subprocess.run(["ccache", "--get-config", "cache_dir"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+    folder = Path(done.stdout.strip())
+    return folder if done.returncode == 0 and folder.is_dir() else None
+
+
+@contextmanager
+def locked(path: Path):
+    """Holds an exclusive lock on path (created) for the with-block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def make_reachable(folder: Path) -> None:
+    """The sandbox user (nobody, when the grader is root) must be able to walk down to the
+    folders it mounts: this folder is made 0755, and every folder above it must let others
+    pass (a folder under /root does not: use /var/cache or /tmp then)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        return  # the sandbox runs as the grader's own user
+    os.chmod(folder, 0o755)
+    for parent in folder.parents:
+        if not parent.stat().st_mode & 0o001:
+            raise SetupError(f"{folder}: the sandbox user (uid {sandbox.SANDBOX_UID}) cannot "
+                             f"pass {parent}; put the grader's folders elsewhere (--cache, "
+                             f"--work, or GRADLAB_GRADE_CACHE under /var/cache or /tmp)")
+
+
+# ---------------------------------------------------------------------------------------
+# Setup checks: before anything is built
+
+
+def check_out(out: Path | None) -> Path | None:
+    """--out must be a file we can write outside the repository; found now, not after the
+    build. Returns the resolved path."""
+    if out is None:
+        return None
+    path = out.expanduser().resolve()
+    if path.is_dir():
+        raise SetupError(f"--out {out} is a folder; give the path of a file, e.g. {out}/results.json")
+    if path == REPO.resolve() or REPO.resolve() in path.parents:
+        raise SetupError(f"--out {out} is inside the repository ({REPO}); grading never writes "
+                         f"there: give a path outside it")
+    if not path.parent.is_dir():
+        raise SetupError(f"--out {out}: the folder {path.parent} does not exist; create it first")
+    probe = path.with_name(f".{path.name}.gradlab-probe")
+    try:
+        probe.write_text("probe\n")
+        probe.unlink()
+    except OSError as e:
+        raise SetupError(f"--out {out}: cannot write in {path.parent} ({e.strerror}); "
+                         f"give a writable place") from None
+    return path
+
+
+def check_machine(*folders: Path) -> None:
+    """Can we start processes, sandbox them, and is there room on the disks we build on?"""
+    try:
+        subprocess.run(["true"], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SetupError(f"cannot start a process ({e}); too many processes on this machine? "
+                         f"try again when fewer are running") from None
+    try:
+        sandbox.check()
+    except sandbox.SandboxUnavailable as e:
+        raise SetupError(f"no sandbox for the student's code: {e}") from None
+    for folder in folders:
+        existing = next(p for p in [folder, *folder.parents] if p.exists())
+        free = shutil.disk_usage(existing).free
+        if free < MIN_FREE_BYTES:
+            raise SetupError(f"only {free >> 20} MiB free on the disk of {folder}; grading needs "
+                             f"{MIN_FREE_BYTES >> 30} GiB: free some space")
+
+
+# ---------------------------------------------------------------------------------------
+# The trusted build
+
+
+def build_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if Path("/usr/local/cuda/bin").is_dir():
+        env["PATH"] = f"/usr/local/cuda/bin{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def run_logged(argv: list[str], what: str, timeout: float) -> None:
+    """Runs a trusted build step; a failure is a SetupError with its output's end."""
+    try:
+        done = subprocess.run(argv, env=build_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"{what} took longer than {timeout:g} s") from None
+    except OSError as e:
+        raise SetupError(f"{what}: cannot run {argv[0]}: {e}") from None
+    if done.returncode != 0:
+        tail = "\n".join(done.stdout.splitlines()[-40:])
+        raise SetupError(f"{what} failed (exit status {done.returncode}):\n{tail}")
+
+
+def trusted_build(build_dir: Path, targets: list[str], jobs: int) -> Path:
+    """Configures (once) and updates the trusted build of the pristine repository."""
+    if not (build_dir / "build.ninja").is_file():
+        run_logged(["meson", "setup", str(build_dir), str(REPO), "-Dbuildtype=release"],
+                   f"configuring the trusted build in {build_dir}", BASE_TIMEOUT_S)
+    run_logged(["ninja", "-C", str(build_dir), f"-j{jobs}", *targets],
+               f"building the pristine repository's {' '.join(targets)} in {build_dir}",
+               BASE_TIMEOUT_S)
+    return build_dir
+
+
+# ---------------------------------------------------------------------------------------
+# The staged tree and the student base
+
+
+def staged_files(lab_files: dict[str, Path]) -> dict[str, Path]:
+    """Relative path in the staged tree -> the repository file it is copied from: every
+    file of the repository but NOT_STAGED, with the lab's core files taken from lab_files
+    (the handout stubs, or the submission's files)."""
+    files: dict[str, Path] = {}
+    for root, dirs, names in os.walk(REPO):
+        rel_root = Path(root).relative_to(REPO)
+        dirs[:] = [d for d in dirs if not (rel_root == Path(".") and d in NOT_STAGED)
+                   and not any(p.fullmatch(d) for p in NOT_STAGED_PATTERNS)
+                   and not os.path.islink(os.path.join(root, d))]
+        for name in names:
+            path = Path(root) / name
+            if rel_root == Path(".") and name in NOT_STAGED:
+                continue  # a worktree's .git is a file
+            if not path.is_symlink() and path.is_file():
+                files[(rel_root / name).as_posix()] = path
+    files.update(lab_files)
+    return files
+
+
+def sync_tree(target: Path, files: dict[str, Path]) -> None:
+    """Makes target hold exactly these files, copying only what changed (with the source's
+    modification time, so that ninja rebuilds only what really changed)."""
+    for rel, source in files.items():
+        dest = target / rel
+        stat = source.stat()
+        if dest.is_file():
+            mine = dest.stat()
+            if mine.st_size == stat.st_size and mine.st_mtime_ns == stat.st_mtime_ns:
+                continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest)
+    for root, _, names in os.walk(target, topdown=False):
+        for name in names:
+            rel = (Path(root) / name).relative_to(target).as_posix()
+            if rel not in files:
+                (Path(root) / name).unlink()
+        if Path(root) != target and not os.listdir(root) and Path(root).name not in MOUNT_POINTS:
+            os.rmdir(root)
+    for name in MOUNT_POINTS:  # where the build folders are mounted in the sandbox
+        (target / name).mkdir(exist_ok=True)
+
+
+def base_dir(cache: Path, lab: str) -> Path:
+    return cache / f"lab{lab}"
+
+
+def student_base(cache: Path, lab: str, handout_files: dict[str, Path], targets: list[str],
+                 flavour: str, jobs: int, log) -> Path:
+    """Brings CACHE/labNN/{src,build*} up to date: the repository with the lab's stubs,
+    built in the sandbox. Returns the base folder. Call with the lab's lock held."""
+    base = base_dir(cache, lab)
+    sync_tree(base / "src", staged_files(handout_files))
+    build = base / folder_name(flavour)
+    build.mkdir(parents=True, exist_ok=True)
+    make_reachable(base)
+    mounts = dict(read_only=[(base / "src", INSIDE_SRC)], writable=[(build, inside_build(flavour))])
+    env = {"CCACHE_DISABLE": "1"}
+    ccache = host_ccache()
+    if ccache:  # shared with the grader's own builds: it only ever sees pristine sources
+        mounts["writable"].append((ccache, INSIDE_CCACHE))
+        env = {"CCACHE_DIR": str(INSIDE_CCACHE)}
+    limits = build_limits(jobs, BASE_TIMEOUT_S)
+    configure_and_build_base(build, flavour, targets, jobs, mounts, env, limits, log)
+    return base
+
+
+def configure_and_build_base(build: Path, flavour: str, targets: list[str], jobs: int, mounts: dict,
+                             env: dict, limits: sandbox.Limits, log) -> None:
+    """meson and ninja in the sandbox, as the grader's own user (trusted sources only): the
+    grader's compiler cache may be where the sandbox user cannot reach it (under /root)."""
+    logs = build.parent
+    if not (build / "build.ninja").is_file():
+        shutil.rmtree(build)  # a half-configured folder: start again
+        build.mkdir()
+        setup = ["meson", "setup", str(inside_build(flavour)), str(INSIDE_SRC), *FLAVOURS[flavour]]
+        result = sandbox.run(setup, **mounts, as_grader=True, limits=limits,
+                             log_path=logs / f"{flavour}-setup.log", env=env, cwd=INSIDE)
+        if result.returncode != 0:
+            raise SetupError(f"configuring the base build ({flavour}) failed; see "
+                             f"{logs / f'{flavour}-setup.log'}")
+    log(f"updating the base build ({flavour}) in {build} ...")
+    result = sandbox.run(["ninja", "-C", str(inside_build(flavour)), f"-j{jobs}", *targets],
+                         **mounts, as_grader=True, limits=limits,
+                         log_path=logs / f"{flavour}-build.log", env=env, cwd=INSIDE)
+    if result.returncode != 0 or result.killed_by_sandbox:
+        raise SetupError(f"the base build ({flavour}) from the pristine handout failed; see "
+                         f"{logs / f'{flavour}-build.log'}")
+
+
+# ---------------------------------------------------------------------------------------
+# The student's build
+
+
+@dataclass
+class StudentBuild:
+    """A built (or failed) student build of one flavour, as the sandbox sees it."""
+
+    flavour: str
+    ok: bool
+    errors: str  # the compiler's errors (trimmed), when not ok
+    src: Path  # WORK/src, seen as /grade/src
+    build: Path  # WORK/build*, seen as /grade/build*
+    log: Path
+
+    @property
+    def inside(self) -> Path:
+        return inside_build(self.flavour)
+
+    def mounts(self) -> list[tuple[Path, Path]]:
+        """Read-only mounts that run the student's programs: the tree and the build."""
+        return [(self.src, INSIDE_SRC), (self.build, self.inside)]
+
+    def program(self, target: str) -> Path:
+        """A program of this build, e.g. tests/lab01_tests, at its path in the sandbox."""
+        return self.inside / target
+
+
+def stage_sources(base: Path, work: Path, student_files: dict[str, Path]) -> Path:
+    """WORK/src: the base's tree with the student's files in place of the stubs. A file that
+    differs from the stub gets a fresh time stamp, so ninja recompiles exactly those."""
+    src = work / "src"
+    if src.exists():
+        shutil.rmtree(src)
+    copy_tree(base / "src", src)
+    for rel, source in student_files.items():
+        dest = src / rel
+        if dest.is_file() and dest.read_bytes() == source.read_bytes():
+            continue  # the stub itself: the base already compiled it
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+        os.chmod(dest, 0o644)
+    return src
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """cp -a: times kept (ninja must see the copy as up to date), reflinks where possible."""
+    done = subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(target)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        raise SetupError(f"cannot copy {source} to {target}: {done.stdout.strip()}")
+
+
+def copy_build(base: Path, work: Path, flavour: str) -> None:
+    """WORK/build*: a copy of the base build, to be updated by the student's build."""
+    build = work / folder_name(flavour)
+    if build.exists():
+        shutil.rmtree(build)
+    copy_tree(base / folder_name(flavour), build)
+
+
+def student_build(work: Path, flavour: str, targets: list[str], jobs: int,
+                  wall_s: float = BUILD_TIMEOUT_S) -> StudentBuild:
+    """Lets ninja, in the sandbox, recompile the student's files in the copied base build
+    (copy_build). A compile error, or a build the sandbox had to stop, is the student's."""
+    build = work / folder_name(flavour)
+    log = work / f"{flavour}-build.log"
+    result = sandbox.run(["ninja", "-C", str(inside_build(flavour)), f"-j{jobs}", *targets],
+                         read_only=[(work / "src", INSIDE_SRC)],
+                         writable=[(build, inside_build(flavour))], env={"CCACHE_DISABLE": "1"},
+                         limits=build_limits(jobs, wall_s), log_path=log, cwd=INSIDE)
+    made = StudentBuild(flavour, result.returncode == 0 and not result.killed_by_sandbox, "",
+                        work / "src", build, log)
+    if result.timed_out:
+        made.errors = f"the build took longer than {wall_s:g} s"
+    elif result.output_truncated:
+        made.errors = "the build wrote more output than the grader reads (endless errors?)"
+    elif not made.ok:
+        made.errors = log.read_text(encoding="utf-8", errors="replace")
+    return made
