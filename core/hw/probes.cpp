@@ -37,7 +37,7 @@ double seconds_since(Clock::time_point start) {
 // An FMA has a latency of about 4 cycles and a CPU issues up to 2 per cycle, so at least
 // 8 must be in flight: each loop keeps kChains independent accumulators, x = x * m + c,
 // which converges (m < 1) and so never overflows or turns denormal.
-constexpr int kChains = 12;
+constexpr int kChains = kFmaChains;
 
 __attribute__((target("avx2,fma"))) double fma_128_f32(std::int64_t iters) {
     __m128 x[kChains];
@@ -157,13 +157,6 @@ Arrays make_arrays(std::int64_t array_bytes, int threads) {
     return s;
 }
 
-void triad(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi) {
-    // LAB 04 BEGIN: the STREAM triad loop
-    // a[i] = b[i] + s * c[i] for i in [lo, hi): two arrays read, one written.
-    for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
-    // LAB 04 END
-}
-
 template <class Pass>
 double best_gbs(const Arrays& s, int threads, int passes, double bytes, Pass pass) {
     double best = 0.0;
@@ -183,6 +176,13 @@ struct alignas(64) Line {
 };
 
 }  // namespace
+
+void triad(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi) {
+    // LAB 04 BEGIN: the STREAM triad loop
+    // a[i] = b[i] + s * c[i] for i in [lo, hi): two arrays read, one written.
+    for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+    // LAB 04 END
+}
 
 std::string to_string(VectorWidth w) {
     switch (w) {
@@ -231,6 +231,7 @@ PeakResult fma_peak(VectorWidth width, bool fp64, int threads, double seconds) {
         r.seconds = std::min(r.seconds, seconds_since(start));
     }
     r.threads = std::min(threads, get_num_threads());
+    r.iterations = iters;
     // LAB 04 BEGIN: count the flops of the FMA probe
     // Each thread ran iters x kChains FMAs on lanes(width, fp64) lanes each, and an FMA
     // is 2 floating-point operations (a multiply and an add).

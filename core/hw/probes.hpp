@@ -22,6 +22,10 @@ std::string to_string(VectorWidth w);
 /// The widths this CPU can run FMAs at (empty without FMA3).
 std::vector<VectorWidth> fma_widths();
 
+/// Independent FMA chains in each thread's loop of the peak probe (enough to hide the
+/// FMA latency): every iteration of the loop is kFmaChains FMAs.
+constexpr int kFmaChains = 12;
+
 /// One peak measurement.
 struct PeakResult {
     VectorWidth width = VectorWidth::Bits256;  ///< vector width used
@@ -29,6 +33,7 @@ struct PeakResult {
     int threads = 1;                           ///< threads that ran it, each on its own CPU
     double gflops = 0.0;                       ///< billions of floating-point operations per second, all threads
     double seconds = 0.0;                      ///< wall time of the timed run
+    std::int64_t iterations = 0;               ///< iterations of the FMA loop each thread ran in it
 };
 
 /// Peak FMA throughput: every thread runs independent chains of fused multiply-adds
@@ -49,6 +54,9 @@ struct StreamResult {
 
 /// STREAM copy (c[i] = a[i]) over arrays of @p array_bytes each: best of @p passes.
 StreamResult stream_copy(std::int64_t array_bytes, int threads, int passes = 5);
+/// The STREAM triad loop on one thread's share [@p lo, @p hi) of the arrays:
+/// a[i] = b[i] + s * c[i]; nothing outside the range is touched.
+void triad(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi);
 /// STREAM triad (a[i] = b[i] + s * c[i]) over arrays of @p array_bytes each.
 StreamResult stream_triad(std::int64_t array_bytes, int threads, int passes = 5);
 
