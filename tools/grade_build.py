@@ -256,17 +256,20 @@ def staged_files(lab_files: dict[str, Path]) -> dict[str, Path]:
 
 
 def sync_tree(target: Path, files: dict[str, Path]) -> None:
-    """Makes target hold exactly these files, copying only what changed (with the source's
-    modification time, so that ninja rebuilds only what really changed)."""
+    """Makes target hold exactly these files, copying only those whose content changed, with
+    a fresh modification time: a source's own time may be older than the object built from
+    its previous version (a checkout sets the time of the checkout), and ninja compares
+    times, so only a fresh one makes it recompile exactly what changed."""
     for rel, source in files.items():
         dest = target / rel
-        stat = source.stat()
-        if dest.is_file():
-            mine = dest.stat()
-            if mine.st_size == stat.st_size and mine.st_mtime_ns == stat.st_mtime_ns:
-                continue
+        data = source.read_bytes()
+        if dest.is_file() and dest.stat().st_size == len(data) and dest.read_bytes() == data:
+            continue
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, dest)
+        partial = dest.with_name(dest.name + ".gradlab-partial")
+        partial.write_bytes(data)
+        os.chmod(partial, source.stat().st_mode & 0o777 | 0o444)
+        partial.replace(dest)
     for root, _, names in os.walk(target, topdown=False):
         for name in names:
             rel = (Path(root) / name).relative_to(target).as_posix()
