@@ -54,6 +54,9 @@ BASE_TIMEOUT_S = 3600  # a cold base build compiles the whole core library
 # Top-level entries of the repository that the staged copy leaves out: the answer key,
 # the history (which holds every reference), build outputs.
 NOT_STAGED = {".git", "solutions", "results", ".ci"}
+# Deeper folders left out: tests/tools holds the mutants (each quotes reference lines of a
+# LAB region) and the hostile submissions; the build needs neither.
+NOT_STAGED_DEEP = {"tests/tools"}
 NOT_STAGED_PATTERNS = [re.compile(r"build.*"), re.compile(r"__pycache__")]
 MOUNT_POINTS = {"build", "build-asan"}  # empty folders of the staged tree
 MIN_FREE_BYTES = 2 << 30  # a student build needs its base build's size and some room
@@ -243,6 +246,7 @@ def staged_files(lab_files: dict[str, Path]) -> dict[str, Path]:
     for root, dirs, names in os.walk(REPO):
         rel_root = Path(root).relative_to(REPO)
         dirs[:] = [d for d in dirs if not (rel_root == Path(".") and d in NOT_STAGED)
+                   and (rel_root / d).as_posix() not in NOT_STAGED_DEEP
                    and not any(p.fullmatch(d) for p in NOT_STAGED_PATTERNS)
                    and not os.path.islink(os.path.join(root, d))]
         for name in names:

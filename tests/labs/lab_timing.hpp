@@ -179,27 +179,43 @@ inline std::vector<double> printed_numbers(const ProgramRun& run, const std::str
 /// The reference program (lab_reference of this, the trusted, build).
 inline std::vector<std::string> reference_command() { return {GRADLAB_LAB_REFERENCE}; }
 
+/// The sandbox the grader starts the student's program in (GRADLAB_SANDBOX_PREFIX, a JSON
+/// array of words put before the program); empty outside the grader.
+inline std::vector<std::string> sandbox_prefix() {
+    const char* prefix = std::getenv("GRADLAB_SANDBOX_PREFIX");
+    std::vector<std::string> argv;
+    if (!(prefix && *prefix)) return argv;
+    const auto parsed = nlohmann::json::parse(prefix, nullptr, false);
+    if (!parsed.is_array()) throw std::runtime_error("GRADLAB_SANDBOX_PREFIX is not a JSON array of strings");
+    for (const auto& a : parsed) {
+        if (!a.is_string()) throw std::runtime_error("GRADLAB_SANDBOX_PREFIX is not a JSON array of strings");
+        argv.push_back(a.get<std::string>());
+    }
+    return argv;
+}
+
 /// The student's program: in the grader's check mode, the student build's lab_student
-/// (GRADLAB_LAB_STUDENT) started through the sandbox (GRADLAB_SANDBOX_PREFIX, a JSON
-/// array); otherwise this build's lab_student. Throws in check mode without them: this
-/// build's own lab_student would time the reference as the student's.
+/// (GRADLAB_LAB_STUDENT) started through the sandbox prefix; otherwise this build's
+/// lab_student. Throws in check mode without them: this build's own lab_student would
+/// time the reference as the student's.
 inline std::vector<std::string> student_command() {
     const char* program = std::getenv("GRADLAB_LAB_STUDENT");
-    const char* prefix = std::getenv("GRADLAB_SANDBOX_PREFIX");
     if (graded::mode() == graded::Mode::Check && !(program && *program))
         throw std::runtime_error("the grader set no GRADLAB_LAB_STUDENT (the student build's lab_student): "
                                  "a problem of the grading setup");
-    std::vector<std::string> argv;
-    if (prefix && *prefix) {
-        const auto parsed = nlohmann::json::parse(prefix, nullptr, false);
-        if (!parsed.is_array()) throw std::runtime_error("GRADLAB_SANDBOX_PREFIX is not a JSON array of strings");
-        for (const auto& a : parsed) {
-            if (!a.is_string()) throw std::runtime_error("GRADLAB_SANDBOX_PREFIX is not a JSON array of strings");
-            argv.push_back(a.get<std::string>());
-        }
-    }
+    std::vector<std::string> argv = sandbox_prefix();
     argv.push_back(program && *program ? program : GRADLAB_LAB_STUDENT);
     return argv;
+}
+
+/// What starting a program in the sandbox costs by itself: the fastest of three runs of
+/// /bin/true through the same prefix (no code of the student's runs in it).
+inline double sandbox_start_seconds() {
+    std::vector<std::string> argv = sandbox_prefix();
+    argv.push_back("/bin/true");
+    double fastest = 1e30;
+    for (int i = 0; i < 3; ++i) fastest = std::min(fastest, run_program(argv).seconds);
+    return fastest;
 }
 
 /// Runs @p command with the words of @p args and returns the numbers it printed.
@@ -255,7 +271,7 @@ inline double time_one_chain(const std::vector<std::string>& command, GemmCase c
 /// processes (the student's in the sandbox), alternating, five rounds. Each side's time
 /// per GEMM is (fastest long chain - fastest short chain) / c.reps: the fastest of five
 /// runs is the one a burst of load from elsewhere hit least, and the difference cancels
-/// starting the process and the sandbox. The student's chains must end where the
+/// starting the process and the sandbox (the student's start-up is capped, see below). The student's chains must end where the
 /// reference's do. Records the score fraction for the grader (the test itself passes: the
 /// points scale). Runs only where the code is trusted (never inside the student's own
 /// process); skips in builds whose timing means nothing.
@@ -277,8 +293,13 @@ inline void grade_speed(const std::string& what, const GemmCase& c) {
             fastest[0][l] = std::min(fastest[0][l], r);
             fastest[1][l] = std::min(fastest[1][l], m);
         }
-    const auto per_gemm = [&](int side) { return std::max(fastest[side][1] - fastest[side][0], 1e-6) / c.reps; };
-    const double reference = per_gemm(0), mine = per_gemm(1), ratio = mine / reference;
+    // The student's code can tell the two chains apart (its arguments, a count of its
+    // calls) and slow the short one down on purpose, which would shrink the difference to
+    // nothing. So the start-up subtracted from its long chain is at most what the
+    // reference's short chain plus the sandbox's own start cost, with 10% to spare.
+    const double student_start = std::min(fastest[1][0], 1.1 * (fastest[0][0] + sandbox_start_seconds()));
+    const double reference = std::max(fastest[0][1] - fastest[0][0], 1e-6) / c.reps;
+    const double mine = std::max(fastest[1][1] - student_start, 1e-6) / c.reps, ratio = mine / reference;
     const double score = ratio_score(ratio);
     std::ostringstream note;
     note << what << ": yours " << mine * 1e3 << " ms, reference " << reference * 1e3

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.dont_write_bytecode = True
-import test_hostile  # noqa: E402  (the hostile cases and how they are judged)
+import hostile_cases  # noqa: E402  (the hostile cases and how they are judged)
 
 WALL_S = 1800
 
@@ -55,7 +55,7 @@ class PackageTest(unittest.TestCase):
         self.assertIn("no such lab", done.stdout)
 
 
-@unittest.skipIf(test_hostile.PROBLEM, f"no sandbox here: {test_hostile.PROBLEM}")
+@unittest.skipIf(hostile_cases.PROBLEM, f"no sandbox here: {hostile_cases.PROBLEM}")
 class AutograderTest(unittest.TestCase):
     """setup.sh and run_autograder, as Gradescope runs them."""
 
@@ -73,7 +73,7 @@ class AutograderTest(unittest.TestCase):
                 target = archive.extract(info, cls.root / "source")
                 os.chmod(target, info.external_attr >> 16 & 0o777 or 0o644)
         cls.env = dict(os.environ, GRADLAB_AUTOGRADER_ROOT=str(cls.root))
-        trusted = test_hostile.trusted_build()
+        trusted = hostile_cases.trusted_build()
         if trusted:
             cls.env["GRADLAB_TRUSTED_BUILD"] = str(trusted)
         cls.setup = subprocess.run(["bash", str(cls.root / "source/setup.sh")], env=cls.env,
@@ -99,14 +99,14 @@ class AutograderTest(unittest.TestCase):
         self.assertEqual(self.setup.returncode, 0, self.setup.stdout[-4000:])
 
     def test_the_reference_scores_full_marks(self):
-        lab = test_hostile.grade.find_lab("01")
+        lab = hostile_cases.grade.find_lab("01")
         done, results = self.run_autograder({Path(p).name: (REPO / p).read_text() for p in lab.files})
         self.assertEqual(done.returncode, 0, done.stdout[-4000:])
         data = json.loads(results.read_text())
         self.assertEqual(data["score"], sum(t["max_score"] for t in data["tests"]), done.stdout[-4000:])
 
     def test_a_hostile_submission_scores_only_its_honest_work(self):
-        case = next(c for c in test_hostile.cases("01") if c.folder.name == "escape")
+        case = next(c for c in hostile_cases.cases("01") if c.folder.name == "escape")
         results = self.root / "results/results.json"
         cache = self.root / "cache"
         staged = self.tmp / "hostile"
@@ -118,10 +118,10 @@ class AutograderTest(unittest.TestCase):
         done, results = self.run_autograder(files)
         self.assertEqual(done.returncode, 0, done.stdout[-4000:])
         graded = results.read_bytes()
-        self.assertEqual(test_hostile.hostile_processes(), [])
-        time.sleep(test_hostile.DAEMON_DELAY_S + 2)
+        self.assertEqual(hostile_cases.hostile_processes(), [])
+        time.sleep(hostile_cases.DAEMON_DELAY_S + 2)
         self.assertEqual(results.read_bytes(), graded, "results.json changed after run_autograder")
-        self.assertEqual(test_hostile.score_problems(case, json.loads(graded)), [])
+        self.assertEqual(hostile_cases.score_problems(case, json.loads(graded)), [])
 
 
 if __name__ == "__main__":

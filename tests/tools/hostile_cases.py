@@ -17,13 +17,14 @@ Each case must:
   the results after the grader exits.
 
 Cases with "needs_verdict": true attack the test program's own verdict (the GoogleTest
-report): they can only pass where the verdict comes from a process that never loaded the
-student's code (tests/labs/graded.hpp, record and replay); without it they are skipped.
+report): they pass only because the verdict comes from a process that never loaded the
+student's code (tests/labs/graded.hpp, record and replay).
 
 These grade whole submissions (a build and every item): a few minutes. The trusted build is
 GRADLAB_TRUSTED_BUILD, else build/ when it holds a configured build, else the grader's cache.
 
-Run: python3 -m unittest discover -s tests/tools -p test_hostile.py
+Run: python3 -m unittest discover -s tests/tools -p hostile_cases.py
+(./gradlab test runs them lab by lab through tools/check_grading.py, check (d).)
 """
 
 import hashlib
@@ -48,7 +49,6 @@ from test_sandbox import PROBLEM  # noqa: E402  (why there is no sandbox here, o
 
 DAEMON_DELAY_S = 8  # tamper_and_linger.inc's daemon waits this long before it writes
 GRADE_WALL_S = 1800
-HAS_VERDICT = (REPO / "tests/labs/graded.hpp").is_file()
 
 
 def trusted_build() -> Path | None:
@@ -196,12 +196,6 @@ def cases(lab: str | None = None) -> list[Case]:
     return [Case(f.parent) for f in sorted(HOSTILE.glob(f"{lab or '*'}/*/case.json"))]
 
 
-def skip_reason(case: Case) -> str | None:
-    if case.spec.get("needs_verdict") and not HAS_VERDICT:
-        return ("needs the out-of-process verdict (tests/labs/graded.hpp), not on this branch yet")
-    return None
-
-
 @unittest.skipIf(PROBLEM, f"no sandbox here: {PROBLEM}")
 class HostileTest(unittest.TestCase):
     pass
@@ -211,8 +205,6 @@ def add_cases() -> None:
     """One test method per case folder."""
     for case in cases():
         def test(self, case=case):
-            if skip_reason(case):
-                self.skipTest(skip_reason(case))
             problems, summary = grade_case(case, trusted_build())
             self.assertEqual(problems, [], summary)
 
