@@ -30,7 +30,8 @@ inline constexpr double kCeilingNoise = 0.15;
 bool above_ceiling(double measured, double ceiling);
 
 /// True when a timed claim ran while other work competed for the cores: the 1-minute
-/// load average before or after it was above the number of cores.
+/// load average before it, or after it less the claim's own threads (up to one per core),
+/// was above the number of cores.
 bool under_load(double load_before, double load_after, int cores);
 
 /// The thread counts CPU-2 measures on @p cores CPUs: 1, 2, ..., cores, then 2 x cores.

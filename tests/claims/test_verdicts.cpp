@@ -25,7 +25,8 @@ TEST(ClaimsBounds, AboveCeilingAllowsNoiseOnly) {
 TEST(ClaimsBounds, UnderLoadIsALoadAboveTheCoresBeforeOrAfter) {
     EXPECT_FALSE(under_load(1.9, 2.0, 2));
     EXPECT_TRUE(under_load(2.1, 0.5, 2));
-    EXPECT_TRUE(under_load(0.5, 2.1, 2));
+    EXPECT_FALSE(under_load(0.5, 3.9, 2));  // the claim's own two threads
+    EXPECT_TRUE(under_load(0.5, 4.1, 2));
     EXPECT_FALSE(under_load(7.9, 3.0, 8));
 }
 
@@ -217,6 +218,15 @@ TEST(ClaimsDp2, EachPartCanFlipIt) {
     m = dp2_good();
     m.model_ring_growth = 8.0;  // the model's ring time grows with N
     EXPECT_EQ(judge_dp2(m).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsDp2, WithoutItsMpiHalfItIsNotReproduced) {
+    Dp2Measured m = dp2_good();
+    m.mpi_ring_s.reset();
+    m.mpi_library_s.reset();
+    const Judgement j = judge_dp2(m);
+    EXPECT_EQ(j.verdict, Verdict::NotRun) << j.why;
+    EXPECT_NE(j.why.find("MPI comparison was not measured"), std::string::npos) << j.why;
 }
 
 TEST(ClaimsDp2, APoorFitSaysSoAndDoesNotCountAsEvidence) {
