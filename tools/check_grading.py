@@ -204,6 +204,9 @@ def check_reference(checks: Checks, lab: grade.Lab, work: Path, jobs: int) -> Gr
         for t in shortfalls(graded):
             problems.append(f"{t['name']!r}: {t['score']:g}/{t['max_score']:g}, "
                             f"{t['extra_data']['result']}: {t['output'][:500]}")
+    skipped = [t["name"] for t in graded.items() if t["extra_data"]["result"] == "skipped"]
+    if skipped:  # not graded on this machine: says so, never counted as checked
+        note += f"; not checked on this machine (skipped): {', '.join(skipped)}"
     checks.report("(b) reference scores full marks", problems, score_line(graded) + note,
                   log_if_unusable(graded))
     return graded

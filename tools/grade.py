@@ -399,6 +399,13 @@ class Outcome:
         return self.status == "passed"
 
     @property
+    def possible(self) -> float:
+        """The points at stake. A test the trusted checker skipped (a CPU feature or a
+        device this machine lacks) says nothing about the student: its item counts for
+        nothing here rather than as a 0, and the summary names it."""
+        return 0.0 if self.status == "skipped" else self.item.points
+
+    @property
     def earned(self) -> float:
         if self.status == "partial":
             return round(self.item.points * self.fraction, 2)
@@ -599,8 +606,12 @@ def tail(text: str, lines: int) -> str:
 def summary_text(lab: Lab, rubric: Rubric, staged: Staged, build_result: Build,
                  outcomes: list[Outcome]) -> str:
     total = sum(o.earned for o in outcomes)
-    maximum = sum(o.item.points for o in outcomes)
+    maximum = sum(o.possible for o in outcomes)
     lines = [f"Lab {lab.number} ({rubric.title}): {total:g} / {maximum:g} points."]
+    not_here = [o for o in outcomes if o.status == "skipped"]
+    if not_here:
+        lines.append(f"Not graded on this machine ({sum(o.item.points for o in not_here):g} points, "
+                     f"see each item): " + ", ".join(o.item.title for o in not_here))
     if not build_result.ok:
         lines.append("Your code did not compile, so no test could run; the compiler's errors "
                      "are under each item.")
@@ -625,7 +636,7 @@ def results_json(lab: Lab, rubric: Rubric, staged: Staged, build_result: Build,
         "score": sum(o.earned for o in outcomes),
         "execution_time": round(seconds),
         "output": summary_text(lab, rubric, staged, build_result, outcomes),
-        "tests": [{"name": o.item.title, "score": o.earned, "max_score": o.item.points,
+        "tests": [{"name": o.item.title, "score": o.earned, "max_score": o.possible,
                    "status": "passed" if o.passed else "failed", "output": o.message,
                    "visibility": "visible",
                    "extra_data": {"gtest_filter": o.item.name, "result": o.status,
@@ -643,9 +654,9 @@ def print_table(lab: Lab, rubric: Rubric, outcomes: list[Outcome]) -> None:
     print(f"\nLab {lab.number}: {rubric.title}")
     print(f"  {'item':<{width}}  {'points':>9}  status")
     for o in outcomes:
-        points = f"{o.earned:g}/{o.item.points:g}"
+        points = f"{o.earned:g}/{o.possible:g}"
         print(f"  {o.item.title:<{width}}  {points:>9}  {o.status}")
-    total = f"{sum(o.earned for o in outcomes):g}/{sum(o.item.points for o in outcomes):g}"
+    total = f"{sum(o.earned for o in outcomes):g}/{sum(o.possible for o in outcomes):g}"
     print(f"  {'total':<{width}}  {total:>9}")
 
 

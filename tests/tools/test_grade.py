@@ -153,9 +153,10 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(outcome.status, "out of memory")
         self.assertIn("ran out of memory (limit 1024 MiB) in Fake.OutOfMemory", outcome.message)
 
-    def test_skipped_earns_nothing(self):
+    def test_skipped_earns_nothing_and_counts_for_nothing(self):
         outcome = self.run_case("Skip")
         self.assertEqual((outcome.status, outcome.earned), ("skipped", 0))
+        self.assertEqual(outcome.possible, 0)  # the machine's lack, not the student's 0
         self.assertIn("Fake.Skip: needs a CUDA device", outcome.message)
 
     def test_no_matching_test_earns_nothing(self):
