@@ -853,6 +853,10 @@ def main(argv: list[str] | None = None) -> int:
     except SetupError as e:
         print(f"grade.py: setup error (not the submission's fault): {e}", file=sys.stderr)
         return 3
+    except OSError as e:  # the machine failed the grader (no fork, disk full): not a score
+        print(f"grade.py: setup error (not the submission's fault): {e}; no results were written",
+              file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
