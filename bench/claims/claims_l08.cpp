@@ -58,10 +58,8 @@ Result dp1(const Context& ctx) {
             dps.push_back(bench::thread_train_step("dp", n, 64, steps));
             ddps.push_back(bench::thread_train_step("ddp", n, 64, steps));
         }
-        const auto by_time = [](const auto& a, const auto& b) { return a.seconds < b.seconds; };
-        std::sort(dps.begin(), dps.end(), by_time);
-        std::sort(ddps.begin(), ddps.end(), by_time);
-        const auto dp = dps[dps.size() / 2], ddp = ddps[ddps.size() / 2];
+        const auto seconds = [](const bench::StepMeasurement& s) { return s.seconds; };
+        const auto dp = testkit::median_by(dps, seconds), ddp = testkit::median_by(ddps, seconds);
         const double ratio = dp.seconds / ddp.seconds;
         runs.push_back({n, dp.seconds, ddp.seconds, dp.master_bytes, ddp.worker_bytes});
         m << (n == 2 ? "" : "; ") << n << " workers: DP " << fixed(dp.seconds * 1e3, 1) << " ms vs DDP "

@@ -1,10 +1,10 @@
 // The device memory bandwidth for MEM-3 (see device_bandwidth.hpp).
 #include "device_bandwidth.hpp"
 
-#include <algorithm>
 #include <vector>
 
 #include "cuda_cpu/host_api.hpp"
+#include "testkit/timing.hpp"
 
 namespace gl::claims {
 
@@ -34,9 +34,8 @@ double device_copy_gbs(std::size_t bytes, int repeats) {
         stop.synchronize();
         seconds.push_back(gl::cuda::Event::elapsed_ms(start, stop) * 1e-3);
     }
-    std::sort(seconds.begin(), seconds.end());
     const double copy_bytes = 2.0 * static_cast<double>(bytes);  // each byte read once and written once
-    return copy_bytes / seconds[seconds.size() / 2] * 1e-9;
+    return copy_bytes / testkit::median(seconds) * 1e-9;
 }
 
 }  // namespace gl::claims

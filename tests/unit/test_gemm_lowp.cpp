@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <tuple>
 #include <vector>
 
@@ -102,10 +101,7 @@ TEST(LowpGemm, MatmulOnHalfTensorsRoundsTheFp32Result) {
 
 TEST(ElementwiseLowp, AxpyAndReluMatchScalarLoops) {
     const std::size_t n = 200037;  // several threads' shares, and a masked tail
-    std::mt19937 gen(5);
-    std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
-    std::vector<float> x(n), y(n);
-    for (std::size_t i = 0; i < n; ++i) x[i] = dist(gen), y[i] = dist(gen);
+    const std::vector<float> x = testkit::random_floats(n, 5, -4.0, 4.0), y = testkit::random_floats(n, 6, -4.0, 4.0);
     for (DType dtype : {DType::Float16, DType::BFloat16}) {
         std::vector<std::uint16_t> x16(n), y16(n), want(n);
         numerics::from_float(dtype, x.data(), x16.data(), n);
