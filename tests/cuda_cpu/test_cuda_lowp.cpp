@@ -11,6 +11,7 @@
 #include "kernels/cpu/elementwise_lowp.hpp"
 #include "kernels/cuda/lowp.hpp"
 #include "numerics/convert.hpp"
+#include "testkit/gemm_oracle.hpp"
 #include "testkit/random.hpp"
 #if GRADLAB_HAVE_CUDA
 #include "cuda_cpu/device_status.hpp"
@@ -74,14 +75,15 @@ TEST(CudaLowpDevice, WmmaGemmMatchesAnFp32AccumulatedLoop) {
         const auto B = random_16bit(gl::DType::Float16, std::size_t(K) * N, 6);
         std::vector<float> C(std::size_t(M) * N, NAN);
         gl::kernels::cuda_hgemm_wmma_device_from_host(M, N, K, A.data(), B.data(), C.data());
-        for (int i = 0; i < M; ++i)
-            for (int j = 0; j < N; ++j) {
-                double ref = 0;
-                for (int k = 0; k < K; ++k)
-                    ref += double(gl::half_bits_to_float(A[std::size_t(i) * K + k])) *
-                           gl::half_bits_to_float(B[std::size_t(k) * N + j]);
-                ASSERT_NEAR(C[std::size_t(i) * N + j], ref, 1e-5 * K * 4) << M << "x" << N << "x" << K << " at " << i << "," << j;
-            }
+        // The FP16 inputs are exact in float, so the FP32 oracle sees the same numbers.
+        const auto as_floats = [](const std::vector<std::uint16_t>& bits) {
+            std::vector<float> out(bits.size());
+            for (std::size_t i = 0; i < bits.size(); ++i) out[i] = gl::half_bits_to_float(bits[i]);
+            return out;
+        };
+        const gl::testkit::GemmShape shape{M, N, K};
+        const auto ref = gl::testkit::reference_gemm(shape, as_floats(A), as_floats(B));
+        EXPECT_EQ(gl::testkit::mismatches(shape, C, ref), "") << gl::testkit::shape_name(shape);
     }
 #endif
 }
