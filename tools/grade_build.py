@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -64,9 +65,9 @@ MIN_FREE_BYTES = 2 << 30  # a student build needs its base build's size and some
 # The two flavours of student build. The sanitizer one runs the correctness items again,
 # so that a write past a buffer's end fails even where a release build does not notice.
 FLAVOURS = {
-    "release": ["-Dbuildtype=release"],
+    "release": ["-Dbuildtype=release", "-Dsubmission_tree=true"],
     "asan": ["-Dbuildtype=debugoptimized", "-Db_sanitize=address,undefined", "-Db_lundef=false",
-             "-Dwith_cuda=disabled"],
+             "-Dwith_cuda=disabled", "-Dsubmission_tree=true"],
 }
 
 
@@ -309,6 +310,15 @@ def student_base(cache: Path, lab: str, handout_files: dict[str, Path], targets:
     return base
 
 
+def configured_as_submission_tree(build: Path) -> bool:
+    """Whether the configured build at @p build has the option submission_tree on."""
+    try:
+        options = json.loads((build / "meson-info" / "intro-buildoptions.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return any(o.get("name") == "submission_tree" and o.get("value") is True for o in options)
+
+
 def configure_and_build_base(build: Path, flavour: str, targets: list[str], jobs: int, mounts: dict,
                              env: dict, limits: sandbox.Limits, log) -> None:
     """meson and ninja in the sandbox, as the grader's own user (trusted sources only): the
@@ -322,6 +332,13 @@ def configure_and_build_base(build: Path, flavour: str, targets: list[str], jobs
                              log_path=logs / f"{flavour}-setup.log", env=env, cwd=INSIDE)
         if result.returncode != 0:
             raise SetupError(f"configuring the base build ({flavour}) failed; see "
+                             f"{logs / f'{flavour}-setup.log'}")
+    elif not configured_as_submission_tree(build):  # a cache from before that option
+        result = sandbox.run(["meson", "configure", str(inside_build(flavour)), "-Dsubmission_tree=true"],
+                             **mounts, as_grader=True, limits=limits,
+                             log_path=logs / f"{flavour}-setup.log", env=env, cwd=INSIDE)
+        if result.returncode != 0:
+            raise SetupError(f"reconfiguring the base build ({flavour}) failed; see "
                              f"{logs / f'{flavour}-setup.log'}")
     log(f"updating the base build ({flavour}) in {build} ...")
     result = sandbox.run(["ninja", "-C", str(inside_build(flavour)), f"-j{jobs}", *targets],

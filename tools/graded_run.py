@@ -48,6 +48,10 @@ import sandbox  # noqa: E402
 
 INSIDE_RUN = Path("/grade/run")  # where the compute run sees its run folder (writable)
 RECORD_NAME = "record.bin"
+# Set for the sanitizer pass, for the student's run and the checker alike: measurements
+# (timed or counted in the student's process) mean nothing in a sanitized build, and the
+# checker must skip exactly the tests the student's program skipped.
+SANITIZED_MARK = "GRADLAB_STUDENT_SANITIZED"
 MAX_RECORD_BYTES = 512 << 20  # as graded.hpp's kMaxRecordFileBytes: the checker reads no more
 CHECK_MARGIN_S = 60.0  # the checker's time beyond the item's (it replays, and times)
 
@@ -124,6 +128,7 @@ def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
     paths inside the sandbox (where `student_mounts` put the student's build); `env`: more
     variables for the student's run (e.g. ASAN_OPTIONS for a sanitized build)."""
     start = time.monotonic()
+    student_env = dict(env or {})
     compute_dir, check_dir = run_dir / "compute", run_dir / "check"
     compute_dir.mkdir(parents=True)
     check_dir.mkdir(parents=True)
@@ -135,7 +140,7 @@ def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
                               processes=limits.processes, output_bytes=limits.output_bytes,
                               wall_s=timeout_s, file_mb=limits.file_mb),
         log_path=compute_log, cwd=INSIDE_RUN,
-        env={**(env or {}), "GRADLAB_GRADED_RECORD": str(INSIDE_RUN / RECORD_NAME)})
+        env={**student_env, "GRADLAB_GRADED_RECORD": str(INSIDE_RUN / RECORD_NAME)})
     compute_output = compute_log.read_text(encoding="utf-8", errors="replace")
 
     record = check_dir / RECORD_NAME
@@ -143,6 +148,8 @@ def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
     report, check_log = check_dir / "gtest.json", run_dir / "check-output.txt"
     env = {key: value for key, value in os.environ.items() if not key.startswith("GRADLAB_")}
     env["GRADLAB_GRADED_REPLAY"] = str(record)
+    if SANITIZED_MARK in student_env:  # so the checker skips the measurements it skipped
+        env[SANITIZED_MARK] = student_env[SANITIZED_MARK]
     if lab_student is not None:
         env["GRADLAB_LAB_STUDENT"] = str(lab_student)
         env["GRADLAB_SANDBOX_PREFIX"] = json.dumps(sandbox.prefix(student_mounts, [], limits))

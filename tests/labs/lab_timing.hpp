@@ -56,6 +56,12 @@ inline constexpr bool kTimingMeaningful = false;
 inline constexpr bool kTimingMeaningful = true;
 #endif
 
+/// Whether this run's measurements mean something: this build is optimized and
+/// unsanitized, and (for the grader's checker) so was the student's build whose results it
+/// replays: the grader sets GRADLAB_STUDENT_SANITIZED for the sanitizer pass, so the
+/// checker skips a measurement exactly where the student's sanitized program skipped it.
+inline bool timing_meaningful() { return kTimingMeaningful && std::getenv("GRADLAB_STUDENT_SANITIZED") == nullptr; }
+
 /// A GEMM problem as the reference program takes it on its command line.
 struct GemmCase {
     std::string kernel;        // registry name
@@ -276,7 +282,7 @@ inline double time_one_chain(const std::vector<std::string>& command, GemmCase c
 /// points scale). Runs only where the code is trusted (never inside the student's own
 /// process); skips in builds whose timing means nothing.
 inline void grade_speed(const std::string& what, const GemmCase& c) {
-    if (!kTimingMeaningful)
+    if (!timing_meaningful())
         GTEST_SKIP() << what << ": correctness checked; timing skipped because this build is unoptimized or "
                         "sanitized (grade a release build)";
     if (!graded::trusted()) GTEST_SKIP() << what << ": timed by the grader, from outside your program";

@@ -20,7 +20,7 @@ namespace {
 // @p args, three rounds, best of each; the ratio must be in [1/band, band].
 void expect_close_to_reference(const std::string& what, const std::string& args, bool higher_is_better,
                                double band) {
-    if (!labs::kTimingMeaningful) GTEST_SKIP() << what << ": measurement skipped in an unoptimized or sanitized build";
+    if (!labs::timing_meaningful()) GTEST_SKIP() << what << ": measurement skipped in an unoptimized or sanitized build";
     if (!graded::trusted()) GTEST_SKIP() << what << ": measured by the grader, beside the reference";
     double m = higher_is_better ? 0.0 : 1e30, r = m;
     for (int round = 0; round < 3; ++round) {
@@ -58,7 +58,7 @@ TEST(Lab04, FmaPeakMatchesTheReference) {
 TEST(Lab04, FmaPeakCountsFlopsPerLane) {
     // The same loop body on half the lanes must give about half the GFLOP/s: the flop
     // count follows the vector width (a deterministic check would need cycle counters).
-    if (!labs::kTimingMeaningful) GTEST_SKIP() << "measurement skipped in an unoptimized or sanitized build";
+    if (!labs::timing_meaningful()) GTEST_SKIP() << "measurement skipped in an unoptimized or sanitized build";
     const auto widths = hw::fma_widths();
     if (widths.size() < 2) GTEST_SKIP() << "this CPU has no FMA";
     const auto [f32, f64] = graded::student<std::pair<double, double>>("fma peaks", [] {
@@ -74,7 +74,7 @@ TEST(Lab04, FmaPeakCountsFlopsPerLane) {
 }
 
 TEST(Lab04, PointerChaseSeesTheCacheAndMemory) {
-    if (!labs::kTimingMeaningful) GTEST_SKIP() << "measurement skipped in an unoptimized or sanitized build";
+    if (!labs::timing_meaningful()) GTEST_SKIP() << "measurement skipped in an unoptimized or sanitized build";
     const auto [small, large] = graded::student<std::pair<double, double>>("chase", [] {
         return std::pair{hw::pointer_chase_ns(16 << 10, 300'000), hw::pointer_chase_ns(64 << 20, 300'000)};
     });
