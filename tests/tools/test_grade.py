@@ -175,6 +175,31 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
 
 
+class CheckerFailureTest(unittest.TestCase):
+    """A trusted checker that fails on intact results is the setup's problem, not a 0."""
+
+    def item_run(self, record_problem):
+        import graded_run
+        import sandbox
+        compute = sandbox.RunResult(returncode=0, signal=None, timed_out=False, output_truncated=False,
+                                    seconds=1.0)
+        return graded_run.ItemRun(compute, "", check_returncode=-11, check_timed_out=False,
+                                  check_output="Segmentation fault", tests=None,
+                                  record_problem=record_problem, seconds=1.0)
+
+    def test_intact_record_and_a_crashed_checker_is_a_setup_error(self):
+        item = grade.Item("Fake.Pass", 5, "pass", 10.0)
+        with self.assertRaises(grade.SetupError) as caught:
+            grade.judge(item, self.item_run(""), 10.0, 1024, "01", Path("/tmp"))
+        self.assertIn("trusted checker could not judge 'pass'", str(caught.exception))
+
+    def test_a_broken_record_is_the_submissions_problem(self):
+        item = grade.Item("Fake.Pass", 5, "pass", 10.0)
+        outcome = grade.judge(item, self.item_run("the record file is not a regular file"), 10.0, 1024,
+                              "01", Path("/tmp"))
+        self.assertEqual((outcome.status, outcome.earned), ("not checked", 0))
+
+
 class RecordCopyTest(unittest.TestCase):
     """The student's record file reaches the checker only as a bounded regular file."""
 
