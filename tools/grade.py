@@ -500,12 +500,12 @@ def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int,
         message = f"crashed with signal {compute.signal}{running_test(output)}"
         message += f" ({hint})" if hint else ""
         return Outcome(item, "crashed", f"{message}\nlast output:\n{tail(output, 15)}")
-    if (tests is None or run.check_timed_out) and not run.record_problem:
-        # The student's results arrived intact and the trusted checker still failed: the
-        # grading setup's problem (the checker's time limit, the machine), never a 0.
-        raise SetupError(f"the trusted checker could not judge {item.title!r} ("
-                         + ("it timed out" if run.check_timed_out else f"exit status {run.check_returncode}")
-                         + f"); its last output:\n{tail(check_output, 15)}")
+    if tests is None and not run.check_timed_out and not run.record_problem:
+        # The student's results arrived intact and the trusted checker still broke down: the
+        # grading setup's problem, never a 0. (A checker that times out is left to the item:
+        # it times the student's program in timed items, so a slow kernel can make it late.)
+        raise SetupError(f"the trusted checker could not judge {item.title!r} (exit status "
+                         f"{run.check_returncode}); its last output:\n{tail(check_output, 15)}")
     if tests is None or run.check_timed_out:
         return Outcome(item, "not checked",
                        "the grader's checker could not judge your results (it "
