@@ -16,11 +16,12 @@ namespace gl::systolic {
 
 template <class T>
 WsCell<T> ws_cell_step(const WsCell<T>& cell, Wire<T> a_in, Wire<Accumulator<T>> psum_in) {
-    using Acc = Accumulator<T>;
     // LAB 14 BEGIN: one weight-stationary cell's step
     // The weight stays. Latch a_in for the right neighbour. When both a_in and the weight
     // are real, pass down psum_in plus a_in times the weight (multiply in the accumulator's
-    // type, int32 for int8, so nothing overflows); otherwise pass psum_in on unchanged.
+    // type, Accumulator<T>: int32 for int8, so nothing overflows); otherwise pass psum_in
+    // on unchanged.
+    using Acc = Accumulator<T>;
     WsCell<T> next = cell;
     next.a = a_in;
     if (a_in.valid && cell.weight.valid)
