@@ -4,7 +4,7 @@
 // both operands flow, and every tile of C needs a pass over all of K.
 #include "systolic/output_stationary.hpp"
 
-#include "systolic/recording.hpp"
+#include "systolic/grid.hpp"
 
 namespace gl::systolic {
 namespace {
@@ -58,12 +58,7 @@ void drain(std::vector<OsCell<T>>& grid, const OsPass& pass, ArrayShape array, M
             C_out.at(pass.m0 + m, pass.n0 + c) = out.value;
             ++counts.c_writes;
         }
-        for (std::int64_t r = R - 1; r >= 1; --r)
-            for (std::int64_t c = 0; c < C; ++c) {
-                const Wire<Accumulator<T>> from_above = grid[(r - 1) * C + c].acc;
-                grid[r * C + c].acc = from_above;
-                counts.psum_hops += from_above.valid;
-            }
+        shift_down(grid, array, &OsCell<T>::acc, counts.psum_hops);
         for (std::int64_t c = 0; c < C; ++c) grid[c].acc = {};
         ++counts.cycles;
         record_frame(trace, grid, no_macs, counts.cycles - 1, pass_index, "drain", view<T>);

@@ -10,7 +10,7 @@
 
 #include <deque>
 
-#include "systolic/recording.hpp"
+#include "systolic/grid.hpp"
 
 namespace gl::systolic {
 
@@ -83,12 +83,7 @@ void load_weights(const Matrix<T>& B, const WsPass& pass, ArrayShape array, std:
     for (WsCell<T>& cell : grid) cell = WsCell<T>{};  // the registers start the pass empty
     const std::vector<char> no_macs(grid.size(), 0);
     for (std::int64_t step = 0; step < R; ++step) {
-        for (std::int64_t r = R - 1; r >= 1; --r)
-            for (std::int64_t c = 0; c < C; ++c) {
-                const Wire<T> from_above = grid[(r - 1) * C + c].weight;
-                grid[r * C + c].weight = from_above;
-                counts.operand_hops += from_above.valid;
-            }
+        shift_down(grid, array, &WsCell<T>::weight, counts.operand_hops);
         const std::int64_t k = R - 1 - step;  // the tile row entering now
         for (std::int64_t c = 0; c < C; ++c) {
             const bool real = k < pass.k_used && c < pass.n_used;
