@@ -48,7 +48,8 @@ public:
     explicit Deskew(std::int64_t cols) : lines_(static_cast<std::size_t>(cols)) {
         for (std::int64_t c = 0; c < cols; ++c) lines_[c].assign(static_cast<std::size_t>(cols - 1 - c), Wire<V>{});
     }
-    // Takes this cycle's outputs of the bottom row; returns the row leaving the delay lines.
+    // Takes this cycle's outputs of the bottom row in @p row and puts the row leaving the
+    // delay lines in their place.
     void shift(std::vector<Wire<V>>& row) {
         for (std::size_t c = 0; c < lines_.size(); ++c) {
             lines_[c].push_back(row[c]);
