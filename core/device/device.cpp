@@ -41,7 +41,7 @@ void check_available(Device device) {
     const std::string why = why_unavailable(device);
     if (!why.empty())
         throw Error("device " + device.str() + " is not available: " + why +
-                    ". Use --device cuda_cpu (device cuda_cpu) to run the same CUDA kernels on the CPU runtime, "
+                    ". Use the device cuda_cpu (train --device cuda_cpu) to run the same CUDA kernels on the CPU runtime, "
                     "or --device cpu");
 }
 
