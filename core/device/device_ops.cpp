@@ -26,21 +26,6 @@ void check_rank(std::size_t rank, const char* op) {
 /// @p t itself when contiguous, else a contiguous copy on its device.
 Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : device_clone(t); }
 
-/// The shape two operands broadcast to (NumPy rules), for the device's own check.
-Shape broadcast_shape(const Shape& a, const Shape& b) {
-    const std::size_t rank = std::max(a.size(), b.size());
-    Shape out(rank);
-    for (std::size_t i = 0; i < rank; ++i) {
-        const std::int64_t ea = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-        const std::int64_t eb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        check(ea == eb || ea == 1 || eb == 1, "shapes " + shape_str(a) + " and " + shape_str(b) +
-                                                  " cannot be broadcast together: each dimension, aligned "
-                                                  "from the right, must match or be 1");
-        out[i] = ea == 1 ? eb : ea;
-    }
-    return out;
-}
-
 /// @p t's strides for reading it as @p target: 0 along broadcast (and missing) dimensions.
 void broadcast_strides_into(const Tensor& t, const Shape& target, std::int64_t* strides) {
     const std::size_t lead = target.size() - t.shape().size();
@@ -67,10 +52,9 @@ kernels::StridedIndex strided_index(const Shape& shape, const Shape& strides) {
     return index;
 }
 
-Tensor binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) {
     check_float32(a, "an element-wise op");
     check_float32(b, "an element-wise op");
-    const Shape out_shape = broadcast_shape(a.shape(), b.shape());
     check_rank(out_shape.size(), "an element-wise op");
     kernels::BroadcastIndex index;
     index.rank = static_cast<int>(out_shape.size());

@@ -22,8 +22,9 @@ inline bool on_device(const Tensor& t) { return !t.device().is_cpu(); }
 /// @p shape and @p strides as a kernel's StridedIndex; throws beyond kMaxDeviceDims dimensions.
 kernels::StridedIndex strided_index(const Shape& shape, const Shape& strides);
 
-/// op(a, b) with NumPy broadcasting, a new contiguous tensor on a's device.
-Tensor binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b);
+/// op(a, b) broadcast to @p out_shape (ops/broadcast.hpp's broadcast_shapes of the two
+/// shapes, already checked), a new contiguous tensor on a's device.
+Tensor binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape);
 /// s * a.
 Tensor scale(const Tensor& a, double s);
 /// max(a, 0).

@@ -13,7 +13,7 @@ struct ReluBackward final : Node {
     Tensor output;  // relu(x) > 0 exactly where x > 0, so the output is enough to save
     std::string name() const override { return "ReluBackward"; }
     std::vector<Tensor> backward(const Tensor& g) override {
-        if (device::on_device(g)) return {device::binary(kernels::BinaryOp::relu_mask, g, output)};
+        if (device::on_device(g)) return {device::binary(kernels::BinaryOp::relu_mask, g, output, g.shape())};
         // LAB 01 BEGIN: relu backward
         // Pass the gradient through where the unit was active, block it elsewhere.
         return {dispatch_floating(g.dtype(), "relu backward", [&]<class T>() {

@@ -74,6 +74,11 @@ Tensor add_float32(const Tensor& a, const Tensor& b) {
     return out;
 }
 
+// The same ops on a device tensor: one broadcast kernel (device/device_ops.hpp).
+Tensor binary_on_device(kernels::BinaryOp op, const Tensor& a, const Tensor& b) {
+    return device::binary(op, a, b, broadcast_shapes(a.shape(), b.shape()));
+}
+
 }  // namespace
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
@@ -91,7 +96,7 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
     check_same_dtype(a, b, "add");
-    Tensor out = device::on_device(a) ? device::binary(kernels::BinaryOp::add, a, b) : add_float32(a, b);
+    Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::add, a, b) : add_float32(a, b);
     if (!out.defined())
         out = dispatch_floating(a.dtype(), "add", [&]<class T>() {
             return binary_broadcast<T>(a, b, [](T x, T y) { return x + y; });
@@ -107,7 +112,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
     check_same_dtype(a, b, "sub");
-    Tensor out = device::on_device(a) ? device::binary(kernels::BinaryOp::sub, a, b)
+    Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::sub, a, b)
                                       : dispatch_floating(a.dtype(), "sub", [&]<class T>() {
                                             return binary_broadcast<T>(a, b, [](T x, T y) { return x - y; });
                                         });
@@ -122,7 +127,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
     check_same_dtype(a, b, "mul");
-    Tensor out = device::on_device(a) ? device::binary(kernels::BinaryOp::mul, a, b)
+    Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::mul, a, b)
                                       : dispatch_floating(a.dtype(), "mul", [&]<class T>() {
                                             return binary_broadcast<T>(a, b, [](T x, T y) { return x * y; });
                                         });
