@@ -17,6 +17,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/cuda_fp16_compat.hpp"
