@@ -13,6 +13,7 @@
 
 #include "base/rng.hpp"
 #include "device/device.hpp"
+#include "device/device_ops.hpp"
 #include "nn/module.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
@@ -139,6 +140,16 @@ TEST(DeviceOps, ElementwiseAndBroadcast) {
              [](const auto& x) { return mul(t(x[0]), x[1]); });
     check_op("mul scalar, neg", {random_tensor({11}, 9)}, [](const auto& x) { return neg(mul(x[0], 2.5)); });
     check_op("relu", {random_tensor({9, 5}, 10)}, [](const auto& x) { return relu(x[0]); });
+    // An input read by two ops gets two gradients, summed in place (add_: the axpy kernel).
+    check_op("gradients summed", {random_tensor({3, 7}, 11)}, [](const auto& x) { return add(mul(x[0], x[0]), x[0]); });
+}
+
+TEST(DeviceOps, CountEqualAndBadTargets) {
+    const Tensor a = from_vector<std::int32_t>({1, 2, 3, 4, 5}, {5}), b = from_vector<std::int32_t>({1, 0, 3, 0, 5}, {5});
+    EXPECT_EQ(device::count_equal(a.to(test_device()), b.to(test_device())).item(), 3.0);
+    // A kernel cannot throw: a target outside the classes makes the loss NaN instead.
+    const Tensor logits = random_tensor({2, 3}, 12).to(test_device());
+    EXPECT_TRUE(std::isnan(cross_entropy(logits, from_vector<std::int32_t>({0, 3}, {2}).to(test_device())).item()));
 }
 
 TEST(DeviceOps, Reductions) {
