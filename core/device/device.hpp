@@ -31,7 +31,9 @@ void check_available(Device device);
 const kernels::DeviceKernels& kernels_for(Device device);
 
 /// @p bytes of memory on @p device (nullptr for 0). All device tensor storage comes from
-/// here, through device_allocator().
+/// here, through device_allocator(). Today it is the runtime's malloc and free; on a GPU
+/// cudaFree waits for the device (a synchronisation transfer_stats does not see), which is
+/// what a caching allocator behind these two functions removes.
 void* device_alloc(Device device, std::size_t bytes);
 /// Returns memory from device_alloc (nullptr is fine).
 void device_free(Device device, void* ptr, std::size_t bytes);
