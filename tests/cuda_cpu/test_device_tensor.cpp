@@ -28,6 +28,22 @@ Device test_device() {
     return name ? parse_device(name) : kCudaCpu;
 }
 
+/// The suites' base: skips, with the reason, when the device under test is not there (a
+/// run with GRADLAB_TEST_DEVICE=cuda on a machine without a GPU).
+class OnTestDevice : public ::testing::Test {
+protected:
+    void SetUp() override {
+        try {
+            device::check_available(test_device());
+        } catch (const Error& e) {
+            GTEST_SKIP() << "needs a CUDA device: " << e.what();
+        }
+    }
+};
+class DeviceTensor : public OnTestDevice {};
+class DeviceOps : public OnTestDevice {};
+class DeviceTraining : public OnTestDevice {};
+
 Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
     return from_vector(testkit::random_floats(static_cast<std::size_t>(numel_of(shape)), seed), shape);
 }
@@ -61,7 +77,7 @@ void check_op(const std::string& name, const std::vector<Tensor>& inputs,
     }
 }
 
-TEST(DeviceTensor, NamesParseAndPrint) {
+TEST_F(DeviceTensor, NamesParseAndPrint) {
     EXPECT_EQ(parse_device("cuda_cpu"), kCudaCpu);
     EXPECT_EQ(parse_device("cpu"), kCpu);
     EXPECT_EQ(parse_device("cuda:1").index, 1);
@@ -74,7 +90,7 @@ TEST(DeviceTensor, NamesParseAndPrint) {
     }
 }
 
-TEST(DeviceTensor, CudaWithoutGpuStopsWithTheReasonAndTheHint) {
+TEST_F(DeviceTensor, CudaWithoutAGpuStopsWithTheReasonAndTheHint) {
     try {
         device::check_available({DeviceKind::CUDA, 0});
     } catch (const Error& e) {
@@ -86,7 +102,7 @@ TEST(DeviceTensor, CudaWithoutGpuStopsWithTheReasonAndTheHint) {
     GTEST_SKIP() << "a GPU is present: cuda is available here";
 }
 
-TEST(DeviceTensor, MovesCountCopiesAndSyncs) {
+TEST_F(DeviceTensor, MovesCountCopiesAndSyncs) {
     const Tensor x = random_tensor({3, 5}, 1);
     device::reset_transfer_stats();
     const Tensor d = x.to(test_device());
@@ -103,13 +119,13 @@ TEST(DeviceTensor, MovesCountCopiesAndSyncs) {
     EXPECT_DOUBLE_EQ(sum(d).item(), sum(x).item() + 0.0 * sum(d).item());
 }
 
-TEST(DeviceTensor, FactoriesOnTheDevice) {
+TEST_F(DeviceTensor, FactoriesOnTheDevice) {
     EXPECT_EQ(zeros({4, 3}, DType::Float32, test_device()).cpu().to_vector<float>(), std::vector<float>(12, 0.0f));
     EXPECT_EQ(full({5}, 2.5, DType::Float32, test_device()).cpu().to_vector<float>(), std::vector<float>(5, 2.5f));
     EXPECT_EQ(ones({2}, DType::Float32, test_device()).device(), test_device());
 }
 
-TEST(DeviceTensor, MixedDevicesStopWithWhichTensorsAndWhatToDo) {
+TEST_F(DeviceTensor, MixedDevicesStopWithWhichTensorsAndWhatToDo) {
     const Tensor a = random_tensor({2, 3}, 1).to(test_device());
     const Tensor b = random_tensor({2, 3}, 2);
     for (const auto& [name, op] : std::vector<std::pair<std::string, std::function<void()>>>{
@@ -129,7 +145,7 @@ TEST(DeviceTensor, MixedDevicesStopWithWhichTensorsAndWhatToDo) {
     }
 }
 
-TEST(DeviceOps, ElementwiseAndBroadcast) {
+TEST_F(DeviceOps, ElementwiseAndBroadcast) {
     check_op("add same shape", {random_tensor({5, 7}, 1), random_tensor({5, 7}, 2)},
              [](const auto& x) { return add(x[0], x[1]); });
     check_op("add bias row", {random_tensor({5, 7}, 3), random_tensor({7}, 4)},
@@ -144,7 +160,7 @@ TEST(DeviceOps, ElementwiseAndBroadcast) {
     check_op("gradients summed", {random_tensor({3, 7}, 11)}, [](const auto& x) { return add(mul(x[0], x[0]), x[0]); });
 }
 
-TEST(DeviceOps, CountEqualAndBadTargets) {
+TEST_F(DeviceOps, CountEqualAndBadTargets) {
     const Tensor a = from_vector<std::int32_t>({1, 2, 3, 4, 5}, {5}), b = from_vector<std::int32_t>({1, 0, 3, 0, 5}, {5});
     EXPECT_EQ(device::count_equal(a.to(test_device()), b.to(test_device())).item(), 3.0);
     // A kernel cannot throw: a target outside the classes makes the loss NaN instead.
@@ -152,7 +168,7 @@ TEST(DeviceOps, CountEqualAndBadTargets) {
     EXPECT_TRUE(std::isnan(cross_entropy(logits, from_vector<std::int32_t>({0, 3}, {2}).to(test_device())).item()));
 }
 
-TEST(DeviceOps, Reductions) {
+TEST_F(DeviceOps, Reductions) {
     check_op("sum all", {random_tensor({7, 13}, 11)}, [](const auto& x) { return sum(x[0]); });
     check_op("sum dim 0", {random_tensor({67, 5}, 12)}, [](const auto& x) { return sum(x[0], {0}); });
     check_op("mean dims 0,2 keepdim", {random_tensor({3, 4, 5}, 13)},
@@ -163,7 +179,7 @@ TEST(DeviceOps, Reductions) {
     EXPECT_EQ(argmax(x.to(test_device())).cpu().to_vector<std::int32_t>(), argmax(x).to_vector<std::int32_t>());
 }
 
-TEST(DeviceOps, LossAndMatmul) {
+TEST_F(DeviceOps, LossAndMatmul) {
     check_op("log_softmax", {random_tensor({6, 11}, 16)}, [](const auto& x) { return log_softmax(x[0]); });
     const Tensor targets = from_vector<std::int32_t>({0, 10, 3, 3, 7, 1}, {6});
     check_op("cross_entropy", {mul(random_tensor({6, 11}, 17), 8.0)}, [&](const auto& x) {
@@ -177,7 +193,7 @@ TEST(DeviceOps, LossAndMatmul) {
              [](const auto& x) { return reshape(t(x[0]), {3, 8}); });
 }
 
-TEST(DeviceOps, CastsTo16BitAndBackMatchTheCpu) {
+TEST_F(DeviceOps, CastsTo16BitAndBackMatchTheCpu) {
     for (DType low : {DType::Float16, DType::BFloat16}) {
         check_op(std::string("cast to ") + name_of(low) + " and back", {random_tensor({5, 9}, 23)},
                  [low](const auto& x) { return cast(cast(x[0], low), DType::Float32); }, 0.0);
@@ -199,7 +215,7 @@ std::vector<float> optimized(const std::string& name, Device device, int steps) 
     return p.cpu().to_vector<float>();
 }
 
-TEST(DeviceOps, SgdAndAdamMatchTheCpu) {
+TEST_F(DeviceOps, SgdAndAdamMatchTheCpu) {
     for (const std::string name : {"sgd", "adam"}) {
         const auto cpu = optimized(name, kCpu, 3), dev = optimized(name, test_device(), 3);
         for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(cpu[i], dev[i], 1e-5) << name << " element " << i;
@@ -230,7 +246,7 @@ std::vector<double> simple_net_losses(Device device, int steps, std::int64_t* sy
     return losses;
 }
 
-TEST(DeviceTraining, SimpleNetStepsMatchTheCpuAndNeverWaitForTheDevice) {
+TEST_F(DeviceTraining, SimpleNetStepsMatchTheCpuAndNeverWaitForTheDevice) {
     std::int64_t syncs = 0;
     const auto cpu = simple_net_losses(kCpu, 3), dev = simple_net_losses(test_device(), 3, &syncs);
     ASSERT_EQ(cpu.size(), dev.size());
@@ -239,7 +255,7 @@ TEST(DeviceTraining, SimpleNetStepsMatchTheCpuAndNeverWaitForTheDevice) {
     EXPECT_EQ(syncs, 0) << "a training step on a device must not wait for it";
 }
 
-TEST(DeviceTraining, ModelAndOptimizerStateMove) {
+TEST_F(DeviceTraining, ModelAndOptimizerStateMove) {
     Rng rng(3);
     auto net = nn::make_simple_net(rng, 4, 3, 2);
     optim::SGD opt(net->parameters(), 0.1, 0.9);
