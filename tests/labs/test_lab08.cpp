@@ -26,6 +26,7 @@
 #include "dist/flat_params.hpp"
 #include "dist/thread_comm.hpp"
 #include "graded.hpp"
+#include "per_rank.hpp"
 
 namespace gl::dist {
 namespace {
@@ -36,27 +37,9 @@ constexpr double kTimeout = 2.0;  // seconds a rank waits for a peer before it r
 // (rank order); a deadlock, reported by the communicator, fails the test with a hint.
 template <class T, class Fn>
 std::optional<std::vector<T>> per_rank(const std::string& key, int n, Fn fn) {
-    const auto [results, deadlock] = graded::student<std::pair<std::vector<T>, std::string>>(key, [&] {
-        std::vector<T> out(static_cast<std::size_t>(n));
-        try {
-            run_threads(n, [&](Communicator& c) { out[static_cast<std::size_t>(c.rank())] = fn(c); }, kTimeout);
-        } catch (const CommError& e) {
-            return std::pair{std::vector<T>{}, std::string(e.what())};
-        }
-        return std::pair{out, std::string()};
-    });
-    if (!deadlock.empty()) {
-        ADD_FAILURE() << "with " << n << " workers, your code deadlocked or a rank waited for a message that never "
-                      << "came: " << deadlock
-                      << "\nHint: in a ring every rank sends and receives in the same step; use comm.sendrecv, never "
-                         "send() then recv(), and make sure every rank runs the same number of steps.";
-        return std::nullopt;
-    }
-    if (results.size() != static_cast<std::size_t>(n)) {
-        ADD_FAILURE() << "the recorded run has " << results.size() << " ranks, not " << n;
-        return std::nullopt;
-    }
-    return results;
+    return testing::per_rank<T>(key, n, fn, kTimeout,
+                                "in a ring every rank sends and receives in the same step; use comm.sendrecv, never "
+                                "send() then recv(), and make sure every rank runs the same number of steps.");
 }
 
 const std::size_t kCounts[] = {1, 2, 3, 7, 64, 1000, 1001, 4099, 65536, 100003};

@@ -1,0 +1,229 @@
+// Lab 09's fixtures and oracles: the unsplit layers and model the graded tests compare
+// with, the slices of them each rank should hold, the 1F1B order written from its rule,
+// and the mpirun runner. Nothing here calls the student's code except mpi_rank_results,
+// which runs only inside the mpirun workers (whose results the test records).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "../dist/dist_checks.hpp"
+#include "dist/collectives.hpp"
+#include "dist/pipeline.hpp"
+#include "dist/tensor_parallel.hpp"
+#include "graded.hpp"
+#include "nn/deep_mlp.hpp"
+#include "ops/ops.hpp"
+#include "optim/optimizer.hpp"
+
+namespace gl::dist::lab09 {
+
+constexpr double kTol = 2e-5;  // float32 summed in another order
+
+inline double max_diff(const Tensor& a, const Tensor& b) {
+    if (!a.defined() || !b.defined() || a.shape() != b.shape()) return INFINITY;
+    const auto x = a.contiguous().to_vector<float>(), y = b.contiguous().to_vector<float>();
+    double d = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const double e = std::fabs(static_cast<double>(x[i]) - y[i]);
+        d = std::isnan(e) ? INFINITY : std::max(d, e);
+    }
+    return d;
+}
+
+inline Chunk part(std::int64_t count, int n, int r) { return ring_chunk(static_cast<std::size_t>(count), n, r); }
+inline std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+
+/// Rank r's columns, rows, entries of a 2-D (1-D) tensor: ring_chunk's split.
+inline Tensor my_columns(const Tensor& t, int n, int r) {
+    const Chunk c = part(t.size(1), n, r);
+    return copy_columns(t, i64(c.begin), i64(c.count));
+}
+inline Tensor my_rows(const Tensor& t, int n, int r) {
+    const Chunk c = part(t.size(0), n, r);
+    return copy_rows(t, i64(c.begin), i64(c.count));
+}
+inline Tensor my_entries(const Tensor& t, int n, int r) {
+    return reshape(my_columns(reshape(t, {1, t.numel()}), n, r), {i64(part(t.numel(), n, r).count)});
+}
+
+/// A layer, an input and the weights of the loss sum(y * r).
+struct Case {
+    std::shared_ptr<nn::Linear> full;
+    Tensor x, r;
+};
+inline Case make_case(std::int64_t in, std::int64_t out, std::int64_t batch, std::uint64_t seed) {
+    Rng rng(seed);
+    Case k;
+    k.full = std::make_shared<nn::Linear>(in, out, rng);
+    k.x = rand_uniform({batch, in}, -1, 1, rng);
+    k.r = rand_uniform({batch, out}, -1, 1, rng);
+    return k;
+}
+
+/// The unsplit layer's output and gradients for a Case.
+struct Layers {
+    Tensor y, weight_grad, bias_grad, x_grad;
+};
+inline Layers unsplit(const Case& k) {
+    Rng rng(0);
+    nn::Linear layer(k.full->weight.size(1), k.full->weight.size(0), rng);
+    layer.weight.set_data(k.full->weight.detach().clone());
+    layer.bias.set_data(k.full->bias.detach().clone());
+    Tensor x = k.x.clone().set_requires_grad(true);
+    const Tensor y = layer.forward(x);
+    sum(y * k.r).backward();
+    return {y.detach(), layer.weight.grad(), layer.bias.grad(), x.grad()};
+}
+
+/// The deep MLP 8 -> 12 -> 12 -> 12 -> 3 (two tensor-parallel blocks, or four stages).
+inline std::shared_ptr<nn::Sequential> deep_net() {
+    Rng rng(91);
+    return nn::make_deep_mlp(rng, 3, 12, 8, 3);
+}
+inline Batch batch() { return testing::global_batch(12, 92); }
+inline std::int64_t stage_input(int p, int s) {
+    return ring_chunk(4, p, s).begin == 0 ? 8 : 12;
+}
+/// Bytes stage s of p sends in one step of batch() through deep_net().
+inline std::uint64_t pipeline_bytes(int p, int s) {
+    const Chunk mine = ring_chunk(4, p, s);
+    const std::int64_t out = mine.begin + mine.count == 4 ? 3 : 12;
+    return pipeline_bytes_sent(12, stage_input(p, s), out, p, s);
+}
+
+/// Three SGD steps on fixed batches.
+inline void train(nn::Module& model) {
+    optim::SGD opt(model.parameters(), 0.3);
+    for (std::uint64_t s = 0; s < 3; ++s) {
+        const Batch b = testing::global_batch(10, 500 + s);
+        opt.zero_grad();
+        cross_entropy(model.forward(b.inputs), b.targets).backward();
+        opt.step();
+    }
+}
+
+/// The parameters rank r of n holds in tensor_parallel_mlp(model): per pair of Linears,
+/// the first's rows and bias entries, the second's columns and whole bias.
+inline std::vector<Tensor> tensor_parallel_slices(const nn::Sequential& model, int n, int r) {
+    const auto params = model.parameters();  // weight, bias per Linear, in order
+    std::vector<Tensor> out;
+    for (std::size_t i = 0; i + 3 < params.size(); i += 4) {
+        out.push_back(my_rows(params[i], n, r));
+        out.push_back(my_entries(params[i + 1], n, r));
+        out.push_back(my_columns(params[i + 2], n, r));
+        out.push_back(params[i + 3].detach().clone());
+    }
+    return out;
+}
+
+/// The gradients of the parameters of the layers stage s of p holds.
+inline std::vector<Tensor> stage_grads(const nn::Sequential& model, int p, int s) {
+    const Chunk mine = ring_chunk(model.size(), p, s);
+    std::vector<Tensor> out;
+    for (std::size_t i = mine.begin; i < mine.begin + mine.count; ++i)
+        for (const Tensor& t : model.at(i).parameters()) out.push_back(t.grad());
+    return out;
+}
+
+/// Orders as pairs (op, micro-batch) for the records.
+inline std::vector<std::pair<std::int32_t, std::int32_t>> encode(const std::vector<PipeStep>& order) {
+    std::vector<std::pair<std::int32_t, std::int32_t>> out;
+    for (const PipeStep& s : order) out.emplace_back(s.op, s.micro_batch);
+    return out;
+}
+inline std::vector<PipeStep> decode(const std::vector<std::pair<std::int32_t, std::int32_t>>& v) {
+    std::vector<PipeStep> out;
+    for (const auto& [op, mb] : v) out.push_back({static_cast<char>(op), mb});
+    return out;
+}
+
+/// 1F1B written from its definition: min(p-1-s, m) warm-up forwards; then, while
+/// forwards remain, one forward and the oldest backward; then the remaining backwards.
+inline std::vector<PipeStep> expected_1f1b(int p, int m, int s) {
+    const int warmup = std::min(p - 1 - s, m);
+    std::vector<PipeStep> out;
+    for (int i = 0; i < warmup; ++i) out.push_back({'F', i});
+    for (int k = 0; warmup + k < m; ++k) {
+        out.push_back({'F', warmup + k});
+        out.push_back({'B', k});
+    }
+    for (int i = std::max(m - warmup, 0); i < m; ++i) out.push_back({'B', i});
+    return out;
+}
+
+/// Under mpirun, on rank c: the MLP block's output and input gradient, then its 1F1B
+/// stage's gradients (m = 3).
+inline std::vector<Tensor> mpi_rank_results(Communicator& c) {
+    Rng rng(4);
+    nn::Linear first(9, 10, rng), second(10, 5, rng);
+    const Tensor x = rand_uniform({6, 9}, -1, 1, rng), w = rand_uniform({6, 5}, -1, 1, rng);
+    TensorParallelMlp mlp(first, second, c);
+    Tensor xi = x.clone().set_requires_grad(true);
+    const Tensor z = mlp.forward(xi);
+    sum(z * w).backward();
+    std::vector<Tensor> out{z.detach(), xi.grad()};
+    auto model = deep_net();
+    PipelineStage stage(split_stages(*model, c.size(), c.rank()), c, stage_input(c.size(), c.rank()));
+    stage.step(batch(), {.schedule = PipeSchedule::OneFOneB, .micro_batches = 3});
+    for (const Tensor& g : stage_grads(*model, c.size(), c.rank())) out.push_back(g);
+    return out;
+}
+
+/// What mpi_rank_results must give on rank r of np, from the unsplit layers.
+inline std::vector<Tensor> mpi_expected(int np, int r) {
+    Rng rng(4);
+    nn::Linear first(9, 10, rng), second(10, 5, rng);
+    const Tensor x = rand_uniform({6, 9}, -1, 1, rng), w = rand_uniform({6, 5}, -1, 1, rng);
+    Tensor xr = x.clone().set_requires_grad(true);
+    const Tensor z = second.forward(relu(first.forward(xr)));
+    sum(z * w).backward();
+    std::vector<Tensor> out{z.detach(), xr.grad()};
+    auto ref = deep_net();
+    const Batch b = batch();
+    cross_entropy(ref->forward(b.inputs), b.targets).backward();
+    for (const Tensor& g : stage_grads(*ref, np, r)) out.push_back(g);
+    return out;
+}
+
+/// Runs this test program under `mpirun -np np` with the disabled tests matching
+/// @p filter; each rank's results (written to GRADLAB_MPI_RESULTS/rankR), or why none.
+inline std::pair<std::vector<std::vector<Tensor>>, std::string> run_under_mpirun(int np, const std::string& filter) {
+    const auto self = std::filesystem::read_symlink("/proc/self/exe");
+    const auto dir = std::filesystem::temp_directory_path() / ("lab09_mpi_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string cmd = "GRADLAB_GRADED_RECORD= GRADLAB_MPI_RESULTS='" + dir.string() +
+                            "' ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" timeout 90 mpirun "
+                            "--oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader -np " +
+                            std::to_string(np) + " " + self.string() +
+                            " --gtest_also_run_disabled_tests --gtest_filter='" + filter + "' --gtest_color=no 2>&1";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) return {{}, "could not run mpirun"};
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (std::fgets(buf.data(), buf.size(), pipe))
+        if (out.size() < (1u << 16)) out += buf.data();
+    const int status = pclose(pipe);
+    std::erase_if(out, [](char ch) { return ch != '\n' && ch != '\t' && (ch < 32 || ch == 127); });  // XML-safe
+    std::vector<std::vector<Tensor>> ranks;
+    for (int r = 0; r < np && status == 0; ++r) {
+        std::ifstream in(dir / ("rank" + std::to_string(r)), std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        graded::Reader reader(bytes, "rank " + std::to_string(r));
+        ranks.push_back(graded::Codec<std::vector<Tensor>>::read(reader));
+    }
+    std::filesystem::remove_all(dir);
+    if (status != 0) return {{}, "mpirun -np " + std::to_string(np) + " failed; its output:\n" + out};
+    return {ranks, ""};
+}
+
+}  // namespace gl::dist::lab09
