@@ -64,6 +64,7 @@ inline Case make_case(std::int64_t in, std::int64_t out, std::int64_t batch, std
     Rng rng(seed);
     Case k;
     k.full = std::make_shared<nn::Linear>(in, out, rng);
+    k.full->bias.set_data(rand_uniform({out}, -1, 1, rng));  // a zero bias would hide a bias added N times
     k.x = rand_uniform({batch, in}, -1, 1, rng);
     k.r = rand_uniform({batch, out}, -1, 1, rng);
     return k;

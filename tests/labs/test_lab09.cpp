@@ -102,6 +102,8 @@ TEST(Lab09, MlpBlockOneAllReduceEachWayCountedBytes) {
         const std::int64_t batch = 6, in = 9, hidden = 10, out = 5;
         Rng rng(4);
         nn::Linear first(in, hidden, rng), second(hidden, out, rng);
+        first.bias.set_data(rand_uniform({hidden}, -1, 1, rng));
+        second.bias.set_data(rand_uniform({out}, -1, 1, rng));
         const Tensor x = rand_uniform({batch, in}, -1, 1, rng), w = rand_uniform({batch, out}, -1, 1, rng);
         // Per rank: output, input gradient, then [bytes forward, bytes total, messages total].
         const auto got = per_rank<std::pair<std::vector<Tensor>, std::vector<std::uint64_t>>>(
