@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Draw a pipeline's per-stage timelines as Gantt charts, showing the bubble (claim MP-2).
 
+    tools/plot_pipeline.py results/claims.json results/pipeline.png
     tools/plot_pipeline.py TIMELINE.json [MORE.json ...] OUT.png
 
-Each TIMELINE.json is what gl::dist::write_timeline_json writes (the claims report writes
-one per schedule, e.g. results/pipeline_gpipe_p4_m8.json): {"title": ..., "stages":
-[[{"op": "F", "mb": 0, "start": s, "end": s}, ...], ...]}. One chart per file, stacked:
+Reads the timelines MP-2 recorded in a claims report (`gradlab claims --only MP-2`: GPipe
+and 1F1B on 4 stages with 8 micro-batches), or files that gl::dist::write_timeline_json
+wrote: {"title": ..., "stages": [[{"op": "F", "mb": 0, "start": s, "end": s}, ...], ...]}.
+One chart per timeline, stacked:
 a row per stage, forwards light and backwards dark, each box labelled with its
 micro-batch; the white gaps are the bubble. The title gives the measured bubble fraction
 and (p-1)/(m+p-1). Needs python3-matplotlib.
@@ -23,18 +25,27 @@ def bubble(stages):
     return 1.0 - busy / (len(stages) * (end - begin)), begin
 
 
+def checked(title, stages):
+    if not stages or not all(stages):
+        raise ValueError("a stage has no events")
+    for s in stages:
+        for e in s:
+            if e["op"] not in ("F", "B") or not e["end"] >= e["start"]:
+                raise ValueError(f"bad event {e}")
+    return title, stages
+
+
 def load(path):
+    """The (title, stages) timelines in a claims report or a timeline file."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        stages = data["stages"]
-        if not stages or not all(stages):
-            raise ValueError("a stage has no events")
-        for s in stages:
-            for e in s:
-                if e["op"] not in ("F", "B") or not e["end"] >= e["start"]:
-                    raise ValueError(f"bad event {e}")
-        return data.get("title", path), stages
+        if "claims" in data:
+            mp2 = next((c for c in data["claims"] if c["id"] == "MP-2"), None)
+            if mp2 is None or not mp2.get("data", {}).get("timelines"):
+                raise ValueError("no MP-2 result with timelines")
+            return [checked(t["title"], t["stages"]) for t in mp2["data"]["timelines"]]
+        return [checked(data.get("title", path), data["stages"])]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SystemExit(f"plot_pipeline.py: {path}: not a pipeline timeline ({e}); "
                          "write one with `gradlab claims --only MP-2`")
@@ -44,7 +55,7 @@ def main() -> int:
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    charts = [load(p) for p in sys.argv[1:-1]]
+    charts = [chart for p in sys.argv[1:-1] for chart in load(p)]
     try:
         import matplotlib
         matplotlib.use("Agg")
