@@ -41,6 +41,7 @@ namespace gl::dist {
 struct PipeStep {
     char op = 'F';         ///< 'F' forward or 'B' backward
     int micro_batch = 0;   ///< 0..m-1
+    /// Same op on the same micro-batch.
     bool operator==(const PipeStep&) const = default;
 };
 
