@@ -4,14 +4,9 @@
 // which runs only inside the mpirun workers (whose results the test records).
 #pragma once
 
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -193,38 +188,6 @@ inline std::vector<Tensor> mpi_expected(int np, int r) {
     cross_entropy(ref->forward(b.inputs), b.targets).backward();
     for (const Tensor& g : stage_grads(*ref, np, r)) out.push_back(g);
     return out;
-}
-
-/// Runs this test program under `mpirun -np np` with the disabled tests matching
-/// @p filter; each rank's results (written to GRADLAB_MPI_RESULTS/rankR), or why none.
-inline std::pair<std::vector<std::vector<Tensor>>, std::string> run_under_mpirun(int np, const std::string& filter) {
-    const auto self = std::filesystem::read_symlink("/proc/self/exe");
-    const auto dir = std::filesystem::temp_directory_path() / ("lab09_mpi_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    const std::string cmd = "GRADLAB_GRADED_RECORD= GRADLAB_MPI_RESULTS='" + dir.string() +
-                            "' ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" timeout 90 mpirun "
-                            "--oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader -np " +
-                            std::to_string(np) + " " + self.string() +
-                            " --gtest_also_run_disabled_tests --gtest_filter='" + filter + "' --gtest_color=no 2>&1";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return {{}, "could not run mpirun"};
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), pipe))
-        if (out.size() < (1u << 16)) out += buf.data();
-    const int status = pclose(pipe);
-    std::erase_if(out, [](char ch) { return ch != '\n' && ch != '\t' && (ch < 32 || ch == 127); });  // XML-safe
-    std::vector<std::vector<Tensor>> ranks;
-    for (int r = 0; r < np && status == 0; ++r) {
-        std::ifstream in(dir / ("rank" + std::to_string(r)), std::ios::binary);
-        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-        graded::Reader reader(bytes, "rank " + std::to_string(r));
-        ranks.push_back(graded::Codec<std::vector<Tensor>>::read(reader));
-    }
-    std::filesystem::remove_all(dir);
-    if (status != 0) return {{}, "mpirun -np " + std::to_string(np) + " failed; its output:\n" + out};
-    return {ranks, ""};
 }
 
 }  // namespace gl::dist::lab09

@@ -158,37 +158,7 @@ TEST(Lab08Mpi, DISABLED_RingEqualsMpiAllreduce) {
 // or the reason there are none.
 using MpiRank = std::pair<std::vector<std::vector<float>>, std::vector<std::vector<float>>>;
 std::pair<std::vector<MpiRank>, std::string> run_under_mpirun(int np) {
-    const auto self = std::filesystem::read_symlink("/proc/self/exe");
-    const auto dir = std::filesystem::temp_directory_path() / ("lab08_mpi_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    // In a sanitizer build, OpenMPI's own allocations at exit are not this lab's leaks.
-    const std::string cmd = "GRADLAB_GRADED_RECORD= GRADLAB_MPI_RESULTS='" + dir.string() +
-                            "' ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" timeout 90 mpirun "
-                            "--oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader -np " +
-                            std::to_string(np) + " " + self.string() +
-                            " --gtest_also_run_disabled_tests --gtest_filter='Lab08Mpi.*' --gtest_color=no 2>&1";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return {{}, "could not run mpirun"};
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), pipe))
-        if (out.size() < (1u << 16)) out += buf.data();
-    const int status = pclose(pipe);
-    std::erase_if(out, [](char ch) { return ch != '\n' && ch != '\t' && (ch < 32 || ch == 127); });  // XML-safe
-    std::vector<MpiRank> ranks;
-    for (int r = 0; r < np && status == 0; ++r) {
-        std::ifstream in(dir / ("rank" + std::to_string(r)), std::ios::binary);
-        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-        graded::Reader reader(bytes, "rank " + std::to_string(r));
-        MpiRank rank;
-        rank.first = graded::Codec<std::vector<std::vector<float>>>::read(reader);
-        rank.second = graded::Codec<std::vector<std::vector<float>>>::read(reader);
-        ranks.push_back(rank);
-    }
-    std::filesystem::remove_all(dir);
-    if (status != 0) return {{}, "mpirun -np " + std::to_string(np) + " failed; its output:\n" + out};
-    return {ranks, ""};
+    return testing::run_under_mpirun<MpiRank>(np, "Lab08Mpi.*");
 }
 
 TEST(Lab08, RingEqualsMpiAllreduce) {

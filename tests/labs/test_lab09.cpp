@@ -238,7 +238,7 @@ TEST(Lab09, TensorAndPipelineOverMpi) {
     ASSERT_TRUE(mpi_available()) << "this build has no MPI: apt-get install libopenmpi-dev openmpi-bin, reconfigure";
     for (const int np : {2, 4}) {
         const auto [ranks, problem] = graded::student<std::pair<std::vector<std::vector<Tensor>>, std::string>>(
-            "mpirun", [&] { return lab09::run_under_mpirun(np, "Lab09Mpi.*"); });
+            "mpirun", [&] { return testing::run_under_mpirun<std::vector<Tensor>>(np, "Lab09Mpi.*"); });
         ASSERT_EQ(problem, "");
         ASSERT_EQ(ranks.size(), static_cast<std::size_t>(np));
         for (int r = 0; r < np; ++r) {
