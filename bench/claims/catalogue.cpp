@@ -45,9 +45,8 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"DP-3", "08", ""},
         {"DP-4", "08", ""},
         {"DP-5", "08", ""},
-        {"MP-1", "09", "model parallelism puts layers on different devices; tensor parallelism splits one matrix "
-                       "multiply across devices with the same result"},
-        {"MP-2", "09", "pipeline parallelism with micro-batches: bubble fraction (p-1)/(m+p-1)"},
+        {"MP-1", "09", ""},
+        {"MP-2", "09", ""},
         {"PROF-1", "10", "a profiler's per-op table and timeline find the bottleneck, and each bottleneck has its fix"},
         {"CONV-1", "11", "direct, im2col + GEMM, Winograd (2.25x fewer multiplies) and FFT convolutions agree; the "
                          "fastest depends on the shape, so an autotuner measures and picks"},

@@ -8,6 +8,8 @@
 //   dist_mpi_tests --scenario never-arrives   rank 1 sleeps; rank 0's all-reduce must
 //                                             time out with a CommError after 1 s
 //   dist_mpi_tests --scenario killed          rank 1 is killed; mpirun must stop the job
+//   dist_mpi_tests --scenario pipeline-killed stage 1 of a pipeline is killed on its
+//                                             second forward; the job must stop, not hang
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,6 +20,7 @@
 
 #include "dist/mpi_comm.hpp"
 #include "dist_checks.hpp"
+#include "mp_checks.hpp"
 
 namespace gl::dist {
 namespace {
@@ -36,6 +39,33 @@ TEST(Mpi, DdpMatchesOneProcessOnTheGlobalBatch) {
 TEST(Mpi, DdpAccumulationEqualsALargerBatch) { testing::check_ddp_accumulation(world(), 3); }
 
 TEST(Mpi, DataParallelMatchesOneProcess) { testing::check_dp_equivalence(world()); }
+
+TEST(Mpi, ColumnAndRowParallelLinearEqualTheUnsplitLayers) { testing::check_tensor_parallel_layers(world()); }
+
+TEST(Mpi, TensorParallelTrainingEqualsOneProcess) { testing::check_tensor_parallel_training(world()); }
+
+TEST(Mpi, PipelineGradientsEqualTheUnsplitModel) {
+    for (auto schedule : {PipeSchedule::GPipe, PipeSchedule::OneFOneB})
+        for (int m : {1, 3, 5}) testing::check_pipeline(world(), schedule, m);
+}
+
+TEST(Mpi, HybridDataTimesTensor) {
+    if (world().size() % 2 != 0) GTEST_SKIP() << "the data x tensor grid needs an even number of ranks";
+    testing::check_hybrid_data_tensor(world());
+}
+
+/// A stage that kills its process on its second forward.
+class KilledOnSecondForward final : public nn::Module {
+public:
+    Tensor forward(const Tensor& x) override {
+        if (++calls_ == 2) std::raise(SIGKILL);
+        return relu(x);
+    }
+    std::string describe() const override { return "KilledOnSecondForward"; }
+
+private:
+    int calls_ = 0;
+};
 
 int scenario(const std::string& name) {
     Communicator& c = world();
@@ -62,7 +92,17 @@ int scenario(const std::string& name) {
         std::fprintf(stderr, "rank %d: the all-reduce completed without rank 1\n", c.rank());
         return 0;
     }
-    std::fprintf(stderr, "unknown scenario '%s' (never-arrives, killed)\n", name.c_str());
+    if (name == "pipeline-killed") {
+        c.set_timeout_s(60.0);
+        Rng rng(1);
+        std::shared_ptr<nn::Module> stage = std::make_shared<nn::Linear>(8, 8, rng);
+        if (c.rank() == 1) stage = std::make_shared<KilledOnSecondForward>();
+        PipelineStage pipe(stage, c, 8);
+        pipe.step(testing::global_batch(8, 5), {.schedule = PipeSchedule::OneFOneB, .micro_batches = 4});
+        std::fprintf(stderr, "rank %d: the pipeline completed without rank 1\n", c.rank());
+        return 0;
+    }
+    std::fprintf(stderr, "unknown scenario '%s' (never-arrives, killed, pipeline-killed)\n", name.c_str());
     return 2;
 }
 

@@ -26,6 +26,7 @@
 #include "dist/flat_params.hpp"
 #include "dist/thread_comm.hpp"
 #include "graded.hpp"
+#include "per_rank.hpp"
 
 namespace gl::dist {
 namespace {
@@ -36,27 +37,9 @@ constexpr double kTimeout = 2.0;  // seconds a rank waits for a peer before it r
 // (rank order); a deadlock, reported by the communicator, fails the test with a hint.
 template <class T, class Fn>
 std::optional<std::vector<T>> per_rank(const std::string& key, int n, Fn fn) {
-    const auto [results, deadlock] = graded::student<std::pair<std::vector<T>, std::string>>(key, [&] {
-        std::vector<T> out(static_cast<std::size_t>(n));
-        try {
-            run_threads(n, [&](Communicator& c) { out[static_cast<std::size_t>(c.rank())] = fn(c); }, kTimeout);
-        } catch (const CommError& e) {
-            return std::pair{std::vector<T>{}, std::string(e.what())};
-        }
-        return std::pair{out, std::string()};
-    });
-    if (!deadlock.empty()) {
-        ADD_FAILURE() << "with " << n << " workers, your code deadlocked or a rank waited for a message that never "
-                      << "came: " << deadlock
-                      << "\nHint: in a ring every rank sends and receives in the same step; use comm.sendrecv, never "
-                         "send() then recv(), and make sure every rank runs the same number of steps.";
-        return std::nullopt;
-    }
-    if (results.size() != static_cast<std::size_t>(n)) {
-        ADD_FAILURE() << "the recorded run has " << results.size() << " ranks, not " << n;
-        return std::nullopt;
-    }
-    return results;
+    return testing::per_rank<T>(key, n, fn, kTimeout,
+                                "in a ring every rank sends and receives in the same step; use comm.sendrecv, never "
+                                "send() then recv(), and make sure every rank runs the same number of steps.");
 }
 
 const std::size_t kCounts[] = {1, 2, 3, 7, 64, 1000, 1001, 4099, 65536, 100003};
@@ -175,37 +158,7 @@ TEST(Lab08Mpi, DISABLED_RingEqualsMpiAllreduce) {
 // or the reason there are none.
 using MpiRank = std::pair<std::vector<std::vector<float>>, std::vector<std::vector<float>>>;
 std::pair<std::vector<MpiRank>, std::string> run_under_mpirun(int np) {
-    const auto self = std::filesystem::read_symlink("/proc/self/exe");
-    const auto dir = std::filesystem::temp_directory_path() / ("lab08_mpi_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    // In a sanitizer build, OpenMPI's own allocations at exit are not this lab's leaks.
-    const std::string cmd = "GRADLAB_GRADED_RECORD= GRADLAB_MPI_RESULTS='" + dir.string() +
-                            "' ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" timeout 90 mpirun "
-                            "--oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader -np " +
-                            std::to_string(np) + " " + self.string() +
-                            " --gtest_also_run_disabled_tests --gtest_filter='Lab08Mpi.*' --gtest_color=no 2>&1";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return {{}, "could not run mpirun"};
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), pipe))
-        if (out.size() < (1u << 16)) out += buf.data();
-    const int status = pclose(pipe);
-    std::erase_if(out, [](char ch) { return ch != '\n' && ch != '\t' && (ch < 32 || ch == 127); });  // XML-safe
-    std::vector<MpiRank> ranks;
-    for (int r = 0; r < np && status == 0; ++r) {
-        std::ifstream in(dir / ("rank" + std::to_string(r)), std::ios::binary);
-        const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-        graded::Reader reader(bytes, "rank " + std::to_string(r));
-        MpiRank rank;
-        rank.first = graded::Codec<std::vector<std::vector<float>>>::read(reader);
-        rank.second = graded::Codec<std::vector<std::vector<float>>>::read(reader);
-        ranks.push_back(rank);
-    }
-    std::filesystem::remove_all(dir);
-    if (status != 0) return {{}, "mpirun -np " + std::to_string(np) + " failed; its output:\n" + out};
-    return {ranks, ""};
+    return testing::run_under_mpirun<MpiRank>(np, "Lab08Mpi.*");
 }
 
 TEST(Lab08, RingEqualsMpiAllreduce) {
