@@ -18,6 +18,7 @@
 #include "../../bench/claims/claims.hpp"
 #include "build_info.hpp"
 #include "base/error.hpp"
+#include "data/image_folder.hpp"
 #include "data/mnist.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/nccl_comm.hpp"
@@ -431,6 +432,17 @@ int main(int argc, char** argv) {
     claims->add_option("--data", claims_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     claims->add_option("--seed", claims_seed, "seed for every experiment")->check(kUnsigned);
 
+    std::string export_dir, export_format = "jpeg", export_data;
+    std::size_t export_limit = 0;
+    auto* data_cmd = app.add_subcommand("data", "data set tools");
+    data_cmd->require_subcommand(1);
+    auto* export_images = data_cmd->add_subcommand(
+        "export-images", "write Fashion-MNIST's training images as DIR/CLASS/NNNNN.jpg (an image folder)");
+    export_images->add_option("DIR", export_dir, "a new (or empty) folder")->required();
+    export_images->add_option("--format", export_format, "jpeg or png")->check(CLI::IsMember({"jpeg", "png"}));
+    export_images->add_option("--data", export_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+    export_images->add_option("--limit", export_limit, "write only the first N images")->check(kCount);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -440,6 +452,13 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
+        if (export_images->parsed()) {
+            const std::string dir = export_data.empty() ? gl::default_fashion_mnist_dir().string() : export_data;
+            const std::size_t n = gl::export_image_folder(dir, export_dir, gl::parse_image_format(export_format),
+                                                          export_limit);
+            fmt::print("wrote {} {} images of {} to {}\n", n, export_format, dir, export_dir);
+            return 0;
+        }
     } catch (const std::exception& e) {
         fmt::print(stderr, "gradlab: error: {}\n", e.what());
         return 1;
