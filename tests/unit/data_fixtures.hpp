@@ -28,6 +28,10 @@ public:
     Shape example_shape() const override { return {3}; }
     std::int64_t num_classes() const override { return 2; }
     std::optional<Example> get_example(std::size_t index, Rng& rng) const override {
+        if (delay_us_ > 0) {
+            // Scrambles the order workers finish in: samples take 0..4 delay units.
+            std::this_thread::sleep_for(std::chrono::microseconds(delay_us_ * ((index * 7919) % 5)));
+        }
         if (index == fail_at_) throw Error("decoder exploded on " + std::to_string(index));
         if (index == hang_at_) {
             std::unique_lock lock(mutex_);
@@ -41,6 +45,8 @@ public:
         input.data<float>()[2] = static_cast<float>(rng.uniform());
         return Example{input, static_cast<std::int32_t>(index % 2)};
     }
+    /// Makes sample i sleep ((i * 7919) % 5) x @p us microseconds, so workers finish out of order.
+    void set_delay_us(int us) { delay_us_ = us; }
     /// Lets a hung sample return.
     void release() const {
         std::lock_guard lock(mutex_);
@@ -54,6 +60,7 @@ public:
 
 private:
     std::size_t n_, fail_at_, hang_at_;
+    int delay_us_ = 0;
     mutable std::mutex mutex_;
     mutable std::condition_variable released_cv_;
     mutable bool released_ = false;
@@ -71,6 +78,24 @@ bool finishes_within(std::chrono::milliseconds limit, Fn fn) {
         done->set_value();
     }).detach();
     return finished.wait_for(limit) == std::future_status::ready;
+}
+
+/// Runs @p fn on its own thread and returns its result, or std::nullopt if it did not
+/// return within @p limit (the stuck thread is left behind, so @p fn must own everything
+/// it uses). An exception from @p fn is rethrown here.
+template <class T, class Fn>
+std::optional<T> run_within(std::chrono::milliseconds limit, Fn fn) {
+    auto result = std::make_shared<std::promise<T>>();
+    std::future<T> future = result->get_future();
+    std::thread([fn = std::move(fn), result]() mutable {
+        try {
+            result->set_value(fn());
+        } catch (...) {
+            result->set_exception(std::current_exception());
+        }
+    }).detach();
+    if (future.wait_for(limit) != std::future_status::ready) return std::nullopt;
+    return future.get();
 }
 
 /// Every batch of epoch @p epoch as flat input values, in order.
