@@ -87,6 +87,7 @@ std::vector<Claim> lab02_claims();
 std::vector<Claim> lab03_claims();
 std::vector<Claim> lab04_claims();
 std::vector<Claim> lab05_claims();
+std::vector<Claim> lab06_claims();
 std::vector<Claim> lab07_claims();
 std::vector<Claim> lab08_claims();
 

@@ -4,7 +4,8 @@ gradlab's transforms (tests/unit/test_transforms_torchvision.cpp, claim DATA-4).
 
     transforms_torchvision.py REQUEST.json RESULT.json
 
-REQUEST: {"shape": [C, H, W], "image": [floats, C*H*W, values in [0, 1]],
+REQUEST: {"cases": [CASE, ...]} (one interpreter start for every case: importing torch
+takes seconds), each CASE {"shape": [C, H, W], "image": [floats, C*H*W, values in [0, 1]],
           "ops": [{"op": "resized_crop", "box": [top, left, height, width], "size": [h, w], "antialias": false},
                   {"op": "resize", "size": [h, w], "antialias": false},
                   {"op": "center_crop", "size": [h, w]},
@@ -12,7 +13,7 @@ REQUEST: {"shape": [C, H, W], "image": [floats, C*H*W, values in [0, 1]],
                   {"op": "jitter", "order": [0..3 permuted], "brightness": f, "contrast": f, "saturation": f, "hue": f},
                   {"op": "normalize", "mean": [...], "std": [...]}]}
 Each op is applied to the input image on its own (not chained), so a difference points at
-one op. RESULT: {"torchvision": VERSION, "results": [{"shape": [...], "values": [...]}, ...]}.
+one op. RESULT: {"torchvision": VERSION, "cases": [{"results": [{"shape": [...], "values": [...]}, ...]}, ...]}.
 Exit status 3 when torch or torchvision cannot be imported (the caller skips).
 """
 
@@ -62,13 +63,16 @@ def main():
         raise SystemExit(__doc__)
     with open(sys.argv[1]) as f:
         request = json.load(f)
-    img = torch.tensor(request["image"], dtype=torch.float32).reshape(request["shape"])
-    results = []
-    for op in request["ops"]:
-        out = apply(img, op)
-        results.append({"shape": list(out.shape), "values": out.flatten().tolist()})
+    cases = []
+    for case in request["cases"]:
+        img = torch.tensor(case["image"], dtype=torch.float32).reshape(case["shape"])
+        results = []
+        for op in case["ops"]:
+            out = apply(img, op)
+            results.append({"shape": list(out.shape), "values": out.flatten().tolist()})
+        cases.append({"results": results})
     with open(sys.argv[2], "w") as f:
-        json.dump({"torchvision": torchvision.__version__, "results": results}, f)
+        json.dump({"torchvision": torchvision.__version__, "cases": cases}, f)
 
 
 if __name__ == "__main__":
