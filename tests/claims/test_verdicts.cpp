@@ -390,7 +390,7 @@ TEST(ClaimsReport, SummaryLineCountsEveryVerdict) {
 }
 
 TEST(ClaimsReport, AClaimWithoutAnExperimentIsANotBuiltRow) {
-    const auto results = run_claims(Context{}, {"DATA-1", "TPU-1"});
+    const auto results = run_claims(Context{}, {"DATA-3", "TPU-1"});
     ASSERT_EQ(results.size(), 2u);
     for (const auto& r : results) {
         EXPECT_EQ(r.verdict, Verdict::NotBuilt) << r.id;

@@ -383,6 +383,50 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int argc, char** argv)
 
 }  // namespace
 
+/// A grid of float [1, 28, 28] tiles in [0, 1] (clamped) with 2-pixel gaps, as an 8-bit image.
+static gl::Image tile_grid(const std::vector<gl::Tensor>& tiles, int columns) {
+    const int size = 28, gap = 2, rows = (static_cast<int>(tiles.size()) + columns - 1) / columns;
+    gl::Image sheet{rows * (size + gap) + gap, columns * (size + gap) + gap, 1, {}};
+    sheet.pixels.assign(static_cast<std::size_t>(sheet.height) * sheet.width, 255);
+    for (std::size_t t = 0; t < tiles.size(); ++t) {
+        const int top = gap + static_cast<int>(t) / columns * (size + gap), left = gap + static_cast<int>(t) % columns * (size + gap);
+        const float* v = tiles[t].data<float>();
+        for (int y = 0; y < size; ++y)
+            for (int x = 0; x < size; ++x)
+                sheet.pixels[static_cast<std::size_t>(top + y) * sheet.width + left + x] =
+                    static_cast<std::uint8_t>(std::lround(255.0f * std::clamp(v[y * size + x], 0.0f, 1.0f)));
+    }
+    return sheet;
+}
+
+/// `gradlab data contact-sheet OUT.png`: 6 images of Fashion-MNIST, each as it is (first
+/// column) and then 8 draws of the training augmentation (seeded per sample and epoch).
+static int cmd_contact_sheet(const std::string& out, const std::string& data_dir) {
+    const std::string dir = data_dir.empty() ? gl::default_fashion_mnist_dir().string() : data_dir;
+    const gl::MnistFiles files = gl::read_mnist_files(dir, gl::MnistSplit::Test);
+    const gl::Compose augment({std::make_shared<gl::RandomResizedCrop>(28, 28, 0.5f, 1.0f),
+                               std::make_shared<gl::RandomHorizontalFlip>(),
+                               std::make_shared<gl::ColorJitter>(0.4f, 0.4f, 0.0f, 0.0f)});
+    std::vector<gl::Tensor> tiles;
+    for (std::size_t i = 0; i < 6; ++i) {
+        gl::Image image{28, 28, 1, {}};
+        image.pixels.assign(files.images.bytes.begin() + static_cast<std::ptrdiff_t>(i * 784),
+                            files.images.bytes.begin() + static_cast<std::ptrdiff_t>((i + 1) * 784));
+        const gl::Tensor original = gl::to_tensor(image);
+        tiles.push_back(original);
+        for (std::uint64_t epoch = 0; epoch < 8; ++epoch) {
+            gl::Rng rng = gl::sample_rng({0, epoch}, i);
+            tiles.push_back(augment.apply(original, rng));
+        }
+    }
+    const std::vector<std::uint8_t> png = gl::encode_image(tile_grid(tiles, 9), gl::ImageFormat::Png);
+    std::ofstream file(out, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+    if (!file) throw gl::Error("contact-sheet: cannot write " + out);
+    fmt::print("wrote {} (6 test images, each followed by 8 augmented draws)\n", out);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"gradlab: deep-learning hardware and software, reproduced"};
     app.require_subcommand(1);
@@ -443,6 +487,11 @@ int main(int argc, char** argv) {
     export_images->add_option("--data", export_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     export_images->add_option("--limit", export_limit, "write only the first N images")->check(kCount);
 
+    std::string sheet_out;
+    auto* contact_sheet = data_cmd->add_subcommand("contact-sheet", "a PNG of augmented Fashion-MNIST samples");
+    contact_sheet->add_option("OUT", sheet_out, "the PNG file to write")->required();
+    contact_sheet->add_option("--data", export_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -452,6 +501,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
+        if (contact_sheet->parsed()) return cmd_contact_sheet(sheet_out, export_data);
         if (export_images->parsed()) {
             const std::string dir = export_data.empty() ? gl::default_fashion_mnist_dir().string() : export_data;
             const std::size_t n = gl::export_image_folder(dir, export_dir, gl::parse_image_format(export_format),
