@@ -20,17 +20,9 @@ namespace {
 using namespace std::chrono_literals;
 using test::AugmentedCounter;
 using test::run_within;
+using test::sample_order;
 
 constexpr auto kDeadline = 20s;
-
-/// The sample indices of one epoch in the order the loop saw them.
-std::vector<std::uint64_t> seen_order(const DataLoader& loader, std::uint64_t epoch) {
-    std::vector<std::uint64_t> order;
-    for (const Batch& batch : loader.epoch(epoch))
-        for (std::int64_t r = 0; r < batch.inputs.size(0); ++r)
-            order.push_back(static_cast<std::uint64_t>(batch.inputs.at({r, 0})));
-    return order;
-}
 
 // ---- Task 1: the prefetcher ---------------------------------------------------------------
 
@@ -40,16 +32,16 @@ TEST(Lab06, BatchesArriveInOrderEachSampleOnce) {
                                         .timeout_ms = 10000};
         // The plan comes from the sampler (not the student's code): the order to expect.
         const auto planner = std::make_shared<AugmentedCounter>(61);
-        std::vector<std::uint64_t> expected;
+        std::vector<std::size_t> expected;
         for (const auto& batch : DataLoader(planner, options).batch_indices(1)) expected.insert(expected.end(), batch.begin(), batch.end());
 
-        const auto order = graded::student<std::pair<bool, std::vector<std::uint64_t>>>("order", [&] {
-            const auto got = run_within<std::vector<std::uint64_t>>(kDeadline, [options] {
+        const auto order = graded::student<std::pair<bool, std::vector<std::size_t>>>("order", [&] {
+            const auto got = run_within<std::vector<std::size_t>>(kDeadline, [options] {
                 auto data = std::make_shared<AugmentedCounter>(61);
                 data->set_delay_us(300);  // workers finish out of order
-                return seen_order(DataLoader(data, options), 1);
+                return sample_order(DataLoader(data, options), 1);
             });
-            return std::pair{got.has_value(), got.value_or(std::vector<std::uint64_t>{})};
+            return std::pair{got.has_value(), got.value_or(std::vector<std::size_t>{})};
         });
         ASSERT_TRUE(order.first) << "with " << workers << " workers the epoch did not finish within 20 s: a deadlock "
                                     "(a worker waiting for room that nobody frees, or next() waiting for a batch "

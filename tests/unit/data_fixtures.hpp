@@ -98,6 +98,16 @@ std::optional<T> run_within(std::chrono::milliseconds limit, Fn fn) {
     return future.get();
 }
 
+/// The first input value of each row of each batch of epoch @p epoch: for AugmentedCounter,
+/// the sample indices in the order the loop saw them.
+inline std::vector<std::size_t> sample_order(const DataLoader& loader, std::uint64_t epoch) {
+    std::vector<std::size_t> order;
+    for (const Batch& batch : loader.epoch(epoch))
+        for (std::int64_t r = 0; r < batch.inputs.size(0); ++r)
+            order.push_back(static_cast<std::size_t>(batch.inputs.at({r, 0})));
+    return order;
+}
+
 /// Every batch of epoch @p epoch as flat input values, in order.
 inline std::vector<std::vector<float>> all_batches(const DataLoader& loader, std::uint64_t epoch) {
     std::vector<std::vector<float>> out;

@@ -20,15 +20,6 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-/// The first input value of each row of each batch: the sample indices in loop order.
-std::vector<std::size_t> sample_order(const DataLoader& loader, std::uint64_t epoch) {
-    std::vector<std::size_t> order;
-    for (const Batch& batch : loader.epoch(epoch))
-        for (std::int64_t r = 0; r < batch.inputs.size(0); ++r)
-            order.push_back(static_cast<std::size_t>(batch.inputs.at({r, 0})));
-    return order;
-}
-
 TEST(DataWorkers, BatchesArriveInSamplerOrderEachSampleOnce) {
     const auto data = std::make_shared<AugmentedCounter>(103);
     const DataLoader serial(data, {.batch_size = 4, .shuffle = true, .seed = 5});

@@ -427,6 +427,28 @@ static int cmd_contact_sheet(const std::string& out, const std::string& data_dir
     return 0;
 }
 
+/// `gradlab data throughput DIR`: batches per second of the training pipeline (the same
+/// transforms as tools/peers/dataloader_torch.py) over an image folder, no model.
+static int cmd_throughput(const std::string& dir, std::size_t workers, std::size_t batches, std::size_t batch_size) {
+    gl::ImageFolderOptions options;
+    options.transform = std::make_shared<gl::Compose>(std::vector<std::shared_ptr<const gl::Transform>>{
+        std::make_shared<gl::RandomResizedCrop>(28, 28, 0.5f, 1.0f), std::make_shared<gl::RandomHorizontalFlip>(),
+        std::make_shared<gl::ColorJitter>(0.4f, 0.4f, 0.0f, 0.0f),
+        std::make_shared<gl::Normalize>(std::vector<float>{0.286f}, std::vector<float>{0.353f})});
+    const auto data = std::make_shared<gl::ImageFolder>(dir, options);
+    const gl::DataLoader loader(data, {.batch_size = batch_size, .shuffle = true, .num_workers = workers});
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t made = 0;
+    for (std::uint64_t epoch = 0; made < batches; ++epoch) {
+        const gl::EpochRange range = loader.epoch(epoch);
+        for (auto it = range.begin(); made < batches && it != range.end(); ++it) ++made;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print("{{\"workers\": {}, \"batches\": {}, \"batch_size\": {}, \"seconds\": {:.4f}, \"batches_per_second\": {:.2f}}}\n",
+               loader.num_workers(), made, batch_size, seconds, static_cast<double>(made) / seconds);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"gradlab: deep-learning hardware and software, reproduced"};
     app.require_subcommand(1);
@@ -492,6 +514,14 @@ int main(int argc, char** argv) {
     contact_sheet->add_option("OUT", sheet_out, "the PNG file to write")->required();
     contact_sheet->add_option("--data", export_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
 
+    std::string throughput_dir;
+    std::size_t throughput_workers = 0, throughput_batches = 100, throughput_batch_size = 64;
+    auto* throughput = data_cmd->add_subcommand("throughput", "batches/s of the augmentation pipeline over an image folder");
+    throughput->add_option("DIR", throughput_dir, "an image folder (gradlab data export-images makes one)")->required();
+    throughput->add_option("--workers", throughput_workers, "loader worker threads")->check(CLI::Range(0, 256));
+    throughput->add_option("--batches", throughput_batches, "batches to time")->check(CLI::Range(1, 1000000));
+    throughput->add_option("--batch-size", throughput_batch_size, "images per batch")->check(CLI::Range(1, 65536));
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -501,6 +531,8 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
+        if (throughput->parsed())
+            return cmd_throughput(throughput_dir, throughput_workers, throughput_batches, throughput_batch_size);
         if (contact_sheet->parsed()) return cmd_contact_sheet(sheet_out, export_data);
         if (export_images->parsed()) {
             const std::string dir = export_data.empty() ? gl::default_fashion_mnist_dir().string() : export_data;
