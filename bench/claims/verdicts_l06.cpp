@@ -23,8 +23,8 @@ Judgement judge_data1(const std::vector<StepReading>& readings) {
     return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
             "without workers a step took " + fixed(serial.step_seconds * 1e3, 2) + " ms against load + compute " +
                 fixed(serial.predicted_seconds * 1e3, 2) + " ms (" + (serial_is_sum ? "within" : "outside") +
-                " 30%); prefetching with " + std::to_string(best_workers) + " worker(s) made it " + fixed(speedup, 2) +
-                "x faster (>= 1.3x needed); every count with workers within " + fixed(100 * worst_off, 0) +
+                " 30%); the fastest step was with " + std::to_string(best_workers) + " worker(s), " + fixed(speedup, 2) +
+                "x the speed without workers (>= 1.3x needed); every count with workers within " + fixed(100 * worst_off, 0) +
                 "% of max(L / w, C, (L + C) / cores) (<= 30% needed)"};
 }
 
