@@ -13,6 +13,71 @@ void check_batch_indices(const std::vector<std::size_t>& indices, std::size_t si
                                      "dataset of " + std::to_string(size) + " examples");
 }
 
+Rng sample_rng(const AugmentSeed& seed, std::size_t index) {
+    // Three draws chain the numbers through SplitMix64 (inside Rng's seeding), so nearby
+    // (epoch, index) pairs get unrelated streams: (e, i + 1) is not (e + 1, i).
+    const std::uint64_t run = Rng(seed.seed).next_u64();
+    const std::uint64_t epoch = Rng(run ^ seed.epoch).next_u64();
+    return Rng(epoch ^ static_cast<std::uint64_t>(index));
+}
+
+namespace {
+
+/// Stacks examples of one shape into a batch (inputs [B, shape...], targets [B]).
+Batch stack_examples(const std::vector<Example>& examples, const Shape& shape) {
+    Shape batch_shape{static_cast<std::int64_t>(examples.size())};
+    batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+    Batch batch{empty(batch_shape, DType::Float32), empty({static_cast<std::int64_t>(examples.size())}, DType::Int32)};
+    const auto row = static_cast<std::size_t>(numel_of(shape));
+    float* dst = batch.inputs.data<float>();
+    std::int32_t* dst_t = batch.targets.data<std::int32_t>();
+    for (std::size_t i = 0; i < examples.size(); ++i) {
+        const Tensor input = examples[i].input.contiguous();
+        if (row) std::memcpy(dst + i * row, input.data<float>(), row * sizeof(float));
+        dst_t[i] = examples[i].target;
+    }
+    return batch;
+}
+
+/// Example @p index of @p data, or the error "sample I: what went wrong".
+std::optional<Example> checked_example(const ExampleDataset& data, std::size_t index, const AugmentSeed& seed) {
+    std::optional<Example> example;
+    try {
+        Rng rng = sample_rng(seed, index);
+        example = data.get_example(index, rng);
+    } catch (const std::exception& e) {
+        throw Error("sample " + std::to_string(index) + ": " + e.what());
+    }
+    if (!example) return example;
+    const Tensor& input = example->input;
+    check(input.defined() && input.dtype() == DType::Float32 && input.shape() == data.example_shape(),
+          "sample " + std::to_string(index) + ": the dataset made an input of " +
+              (input.defined() ? name_of(input.dtype()) + " " + shape_str(input.shape()) : std::string("nothing")) +
+              " but announced float32 " + shape_str(data.example_shape()) +
+              "; add a Resize or CenterCrop so every example has one shape");
+    check(example->target >= 0 && example->target < data.num_classes(),
+          "sample " + std::to_string(index) + ": target " + std::to_string(example->target) + " is out of range");
+    return example;
+}
+
+}  // namespace
+
+Batch ExampleDataset::get_batch(const std::vector<std::size_t>& indices) const {
+    return get_augmented_batch(indices, AugmentSeed{});
+}
+
+Batch ExampleDataset::get_augmented_batch(const std::vector<std::size_t>& indices, const AugmentSeed& seed) const {
+    check_batch_indices(indices, size(), "ExampleDataset::get_batch");
+    std::vector<Example> examples;
+    examples.reserve(indices.size());
+    for (std::size_t index : indices)
+        if (std::optional<Example> example = checked_example(*this, index, seed)) examples.push_back(std::move(*example));
+    check(!examples.empty(), "ExampleDataset: every one of the " + std::to_string(indices.size()) +
+                                 " samples of the batch was skipped (first index " + std::to_string(indices.front()) +
+                                 "); the data set has too many bad files");
+    return stack_examples(examples, example_shape());
+}
+
 namespace {
 
 void check_target_shape(const Tensor& inputs, const Tensor& targets) {

@@ -10,9 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/rng.hpp"
 #include "tensor/tensor.hpp"
 
 namespace gl {
@@ -22,6 +24,18 @@ struct Batch {
     Tensor inputs;   ///< float32 [B, features...]
     Tensor targets;  ///< int32 [B], class indices
 };
+
+/// What makes augmentation random in one epoch: the run's seed and the epoch number.
+/// Each sample draws from its own generator, sample_rng(seed, index), so a sample's
+/// random crop depends on (seed, epoch, index) only: not on which worker thread makes it,
+/// nor on how many there are, nor on the order they finish in.
+struct AugmentSeed {
+    std::uint64_t seed = 0;   ///< the run's seed (DataLoaderOptions::seed)
+    std::uint64_t epoch = 0;  ///< the epoch number
+};
+
+/// The generator of sample @p index under @p seed (a hash of seed, epoch and index).
+Rng sample_rng(const AugmentSeed& seed, std::size_t index);
 
 /// Numbered examples 0..size()-1 with a class label each.
 ///
@@ -39,6 +53,37 @@ public:
     /// Gathers the examples at @p indices, in that order, into one batch. Throws if the
     /// list is empty or an index is out of range. Thread-safe.
     virtual Batch get_batch(const std::vector<std::size_t>& indices) const = 0;
+    /// get_batch for datasets with random augmentation: each sample's randomness comes
+    /// from sample_rng(@p seed, index). Datasets without randomness ignore @p seed (the
+    /// default). The data loader calls this one. Thread-safe.
+    virtual Batch get_augmented_batch(const std::vector<std::size_t>& indices, const AugmentSeed& seed) const {
+        (void)seed;
+        return get_batch(indices);
+    }
+};
+
+/// One example as a dataset makes it: the input tensor (the dataset's example_shape())
+/// and its class.
+struct Example {
+    Tensor input;            ///< float32, example_shape()
+    std::int32_t target = 0; ///< class index
+};
+
+/// A dataset that makes one example at a time (decoding a file, augmenting it) and
+/// stacks them into batches. A failing example becomes an error that names its index
+/// and keeps the original message; an example the dataset chose to skip (a bad file, on
+/// request) leaves the batch one row shorter.
+class ExampleDataset : public Dataset {
+public:
+    /// Example @p index, drawing any randomness from @p rng; std::nullopt skips it.
+    /// Throws for a bad example. Thread-safe.
+    virtual std::optional<Example> get_example(std::size_t index, Rng& rng) const = 0;
+    /// The examples at @p indices with the seed of epoch 0 of seed 0.
+    Batch get_batch(const std::vector<std::size_t>& indices) const override;
+    /// Makes each example with sample_rng(@p seed, index) and stacks them in order.
+    /// Throws gl::Error("sample I: original message") for the first example that fails,
+    /// and when every example of the batch was skipped.
+    Batch get_augmented_batch(const std::vector<std::size_t>& indices, const AugmentSeed& seed) const override;
 };
 
 /// Throws gl::Error unless @p indices is non-empty and every index is below @p size;

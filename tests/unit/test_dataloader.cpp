@@ -273,13 +273,13 @@ TEST(DataLoader, RejectsInvalidSettings) {
                       HasSubstr("10 examples")));
     EXPECT_THAT(thrown_message([&] { DataLoader(data, {.shuffle = true}, std::make_shared<ReverseSampler>()); }),
                 HasSubstr("either shuffle = true or a sampler, not both"));
-    EXPECT_THAT(thrown_message([&] { DataLoader(data, {.prefetch_batches = 0}); }),
-                HasSubstr("prefetch_batches must be at least 1"));
+    EXPECT_THAT(thrown_message([&] { DataLoader(data, {.prefetch_factor = 0}); }),
+                HasSubstr("prefetch_factor must be at least 1"));
 }
 
-TEST(DataLoader, WorkersAreNotYetSupported) {
-    EXPECT_THAT(thrown_message([&] { DataLoader(numbered_dataset(10), {.num_workers = 2}); }),
-                AllOf(HasSubstr("num_workers = 2 is not yet supported"), HasSubstr("num_workers = 0")));
+TEST(DataLoader, RejectsAbsurdWorkerCounts) {
+    EXPECT_THAT(thrown_message([&] { DataLoader(numbered_dataset(10), {.num_workers = 100000}); }),
+                AllOf(HasSubstr("num_workers = 100000 is more than"), HasSubstr("one per core")));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "../../bench/claims/claims.hpp"
 #include "build_info.hpp"
 #include "base/error.hpp"
+#include "data/image_folder.hpp"
 #include "data/mnist.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/nccl_comm.hpp"
@@ -400,6 +401,72 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int argc, char** argv)
 
 }  // namespace
 
+/// A grid of float [1, 28, 28] tiles in [0, 1] (clamped) with 2-pixel gaps, as an 8-bit image.
+static gl::Image tile_grid(const std::vector<gl::Tensor>& tiles, int columns) {
+    const int size = 28, gap = 2, rows = (static_cast<int>(tiles.size()) + columns - 1) / columns;
+    gl::Image sheet{rows * (size + gap) + gap, columns * (size + gap) + gap, 1, {}};
+    sheet.pixels.assign(static_cast<std::size_t>(sheet.height) * sheet.width, 255);
+    for (std::size_t t = 0; t < tiles.size(); ++t) {
+        const int top = gap + static_cast<int>(t) / columns * (size + gap), left = gap + static_cast<int>(t) % columns * (size + gap);
+        const float* v = tiles[t].data<float>();
+        for (int y = 0; y < size; ++y)
+            for (int x = 0; x < size; ++x)
+                sheet.pixels[static_cast<std::size_t>(top + y) * sheet.width + left + x] =
+                    static_cast<std::uint8_t>(std::lround(255.0f * std::clamp(v[y * size + x], 0.0f, 1.0f)));
+    }
+    return sheet;
+}
+
+/// `gradlab data contact-sheet OUT.png`: 6 images of Fashion-MNIST, each as it is (first
+/// column) and then 8 draws of the training augmentation (seeded per sample and epoch).
+static int cmd_contact_sheet(const std::string& out, const std::string& data_dir) {
+    const std::string dir = data_dir.empty() ? gl::default_fashion_mnist_dir().string() : data_dir;
+    const gl::MnistFiles files = gl::read_mnist_files(dir, gl::MnistSplit::Test);
+    const gl::Compose augment({std::make_shared<gl::RandomResizedCrop>(28, 28, 0.5f, 1.0f),
+                               std::make_shared<gl::RandomHorizontalFlip>(),
+                               std::make_shared<gl::ColorJitter>(0.4f, 0.4f, 0.0f, 0.0f)});
+    std::vector<gl::Tensor> tiles;
+    for (std::size_t i = 0; i < 6; ++i) {
+        gl::Image image{28, 28, 1, {}};
+        image.pixels.assign(files.images.bytes.begin() + static_cast<std::ptrdiff_t>(i * 784),
+                            files.images.bytes.begin() + static_cast<std::ptrdiff_t>((i + 1) * 784));
+        const gl::Tensor original = gl::to_tensor(image);
+        tiles.push_back(original);
+        for (std::uint64_t epoch = 0; epoch < 8; ++epoch) {
+            gl::Rng rng = gl::sample_rng({0, epoch}, i);
+            tiles.push_back(augment.apply(original, rng));
+        }
+    }
+    const std::vector<std::uint8_t> png = gl::encode_image(tile_grid(tiles, 9), gl::ImageFormat::Png);
+    std::ofstream file(out, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+    if (!file) throw gl::Error("contact-sheet: cannot write " + out);
+    fmt::print("wrote {} (6 test images, each followed by 8 augmented draws)\n", out);
+    return 0;
+}
+
+/// `gradlab data throughput DIR`: batches per second of the training pipeline (the same
+/// transforms as tools/peers/dataloader_torch.py) over an image folder, no model.
+static int cmd_throughput(const std::string& dir, std::size_t workers, std::size_t batches, std::size_t batch_size) {
+    gl::ImageFolderOptions options;
+    options.transform = std::make_shared<gl::Compose>(std::vector<std::shared_ptr<const gl::Transform>>{
+        std::make_shared<gl::RandomResizedCrop>(28, 28, 0.5f, 1.0f), std::make_shared<gl::RandomHorizontalFlip>(),
+        std::make_shared<gl::ColorJitter>(0.4f, 0.4f, 0.0f, 0.0f),
+        std::make_shared<gl::Normalize>(std::vector<float>{0.286f}, std::vector<float>{0.353f})});
+    const auto data = std::make_shared<gl::ImageFolder>(dir, options);
+    const gl::DataLoader loader(data, {.batch_size = batch_size, .shuffle = true, .num_workers = workers});
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t made = 0;
+    for (std::uint64_t epoch = 0; made < batches; ++epoch) {
+        const gl::EpochRange range = loader.epoch(epoch);
+        for (auto it = range.begin(); made < batches && it != range.end(); ++it) ++made;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print("{{\"workers\": {}, \"batches\": {}, \"batch_size\": {}, \"seconds\": {:.4f}, \"batches_per_second\": {:.2f}}}\n",
+               loader.num_workers(), made, batch_size, seconds, static_cast<double>(made) / seconds);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"gradlab: deep-learning hardware and software, reproduced"};
     app.require_subcommand(1);
@@ -453,6 +520,30 @@ int main(int argc, char** argv) {
     claims->add_option("--data", claims_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     claims->add_option("--seed", claims_seed, "seed for every experiment")->check(kUnsigned);
 
+    std::string export_dir, export_format = "jpeg", export_data;
+    std::size_t export_limit = 0;
+    auto* data_cmd = app.add_subcommand("data", "data set tools");
+    data_cmd->require_subcommand(1);
+    auto* export_images = data_cmd->add_subcommand(
+        "export-images", "write Fashion-MNIST's training images as DIR/CLASS/NNNNN.jpg (an image folder)");
+    export_images->add_option("DIR", export_dir, "a new (or empty) folder")->required();
+    export_images->add_option("--format", export_format, "jpeg or png")->check(CLI::IsMember({"jpeg", "png"}));
+    export_images->add_option("--data", export_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+    export_images->add_option("--limit", export_limit, "write only the first N images")->check(kCount);
+
+    std::string sheet_out;
+    auto* contact_sheet = data_cmd->add_subcommand("contact-sheet", "a PNG of augmented Fashion-MNIST samples");
+    contact_sheet->add_option("OUT", sheet_out, "the PNG file to write")->required();
+    contact_sheet->add_option("--data", export_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+
+    std::string throughput_dir;
+    std::size_t throughput_workers = 0, throughput_batches = 100, throughput_batch_size = 64;
+    auto* throughput = data_cmd->add_subcommand("throughput", "batches/s of the augmentation pipeline over an image folder");
+    throughput->add_option("DIR", throughput_dir, "an image folder (gradlab data export-images makes one)")->required();
+    throughput->add_option("--workers", throughput_workers, "loader worker threads")->check(CLI::Range(0, 256));
+    throughput->add_option("--batches", throughput_batches, "batches to time")->check(CLI::Range(1, 1000000));
+    throughput->add_option("--batch-size", throughput_batch_size, "images per batch")->check(CLI::Range(1, 65536));
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -462,6 +553,16 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
+        if (throughput->parsed())
+            return cmd_throughput(throughput_dir, throughput_workers, throughput_batches, throughput_batch_size);
+        if (contact_sheet->parsed()) return cmd_contact_sheet(sheet_out, export_data);
+        if (export_images->parsed()) {
+            const std::string dir = export_data.empty() ? gl::default_fashion_mnist_dir().string() : export_data;
+            const std::size_t n = gl::export_image_folder(dir, export_dir, gl::parse_image_format(export_format),
+                                                          export_limit);
+            fmt::print("wrote {} {} images of {} to {}\n", n, export_format, dir, export_dir);
+            return 0;
+        }
     } catch (const std::exception& e) {
         fmt::print(stderr, "gradlab: error: {}\n", e.what());
         return 1;
