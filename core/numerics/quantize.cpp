@@ -119,21 +119,6 @@ FixedPointMultiplier to_fixed_point(double real) {
     return {static_cast<std::int32_t>(mantissa), -exponent};
 }
 
-std::int32_t requantize(std::int32_t acc, FixedPointMultiplier m, std::int32_t zero_point, QRange range) {
-    // acc * multiplier fits in 64 bits (both below 2^31 in magnitude); divide by
-    // 2^(31 + shift) with round half to even, in integers only.
-    const std::int64_t product = static_cast<std::int64_t>(acc) * m.multiplier;
-    const int right = 31 + m.shift;  // 0 .. 62 for multipliers to_fixed_point accepts
-    std::int64_t q = product;
-    if (right > 0) {
-        q = product >> right;  // floor (C++20: arithmetic shift)
-        const std::int64_t remainder = product - (q << right), half = std::int64_t{1} << (right - 1);
-        if (remainder > half || (remainder == half && (q & 1))) ++q;
-    }
-    q += zero_point;
-    return static_cast<std::int32_t>(std::clamp<std::int64_t>(q, range.qmin, range.qmax));
-}
-
 FixedPointMultiplier requantize_multiplier(float in_scale, float w_scale, float out_scale) {
     return to_fixed_point(static_cast<double>(in_scale) * w_scale / out_scale);
 }

@@ -94,8 +94,22 @@ FixedPointMultiplier to_fixed_point(double real);
 
 /// Integer-only requantization of one accumulator: round_half_even(acc * m.value()) +
 /// zero_point, clamped to @p range, computed with a 64-bit product and a rounding right
-/// shift (no floating point).
-std::int32_t requantize(std::int32_t acc, FixedPointMultiplier m, std::int32_t zero_point, QRange range);
+/// shift (no floating point). Inline: the INT8 GEMM's epilogue calls it per element.
+inline std::int32_t requantize(std::int32_t acc, FixedPointMultiplier m, std::int32_t zero_point, QRange range) {
+    // acc * multiplier fits in 64 bits (both below 2^31 in magnitude); divide by
+    // 2^(31 + shift) with round half to even, in integers only.
+    const std::int64_t product = static_cast<std::int64_t>(acc) * m.multiplier;
+    const int right = 31 + m.shift;  // 0 .. 61 for multipliers to_fixed_point accepts
+    std::int64_t q = product;
+    if (right > 0) {
+        q = product >> right;  // floor (C++20: arithmetic shift)
+        const std::int64_t remainder = product - (q * (std::int64_t{1} << right));
+        const std::int64_t half = std::int64_t{1} << (right - 1);
+        if (remainder > half || (remainder == half && (q & 1))) ++q;
+    }
+    q += zero_point;
+    return static_cast<std::int32_t>(q < range.qmin ? range.qmin : q > range.qmax ? range.qmax : q);
+}
 
 /// The multiplier that takes an accumulator of (input scale x weight scale) units to the
 /// output's units: in_scale * w_scale / out_scale.
