@@ -59,14 +59,15 @@ void request_amx_permission() {
 
 // tmm0: C (16 x 16 INT32), tmm1: A (16 x 64 u8), tmm2: B (16 groups x 16 columns x 4 s8).
 __attribute__((target("amx-tile,amx-int8"))) void micro_16x16(std::int64_t kp, const std::uint8_t* a,
-                                                                const std::int8_t* b, std::int32_t* tile) {
+                                                                const std::int8_t* b, std::int32_t* tile, bool accumulate) {
     TileConfig cfg;
     for (int t = 0; t < 3; ++t) {
         cfg.rows[t] = kTile;
         cfg.colsb[t] = 64;
     }
     _tile_loadconfig(&cfg);
-    _tile_zero(0);
+    if (accumulate) _tile_loadd(0, tile, 64);
+    else _tile_zero(0);
     for (std::int64_t q = 0; q < kp / kChunk; ++q) {
         _tile_loadd(1, a + q * kTile * kChunk, 64);
         _tile_loadd(2, b + q * kTile * kChunk, 64);
@@ -80,7 +81,7 @@ __attribute__((target("amx-tile,amx-int8"))) void micro_16x16(std::int64_t kp, c
 void gemm_int8_amx(const Int8GemmArgs& g) {
 #if GL_AMX
     request_amx_permission();
-    int8::blocked_gemm(g, {kTile, kTile, kChunk, kChunk, 64, 256}, micro_16x16);
+    int8::blocked_gemm(g, {kTile, kTile, kChunk, kChunk, 64, 256, 512}, micro_16x16);
 #else
     (void)g;
     throw Error("int8_amx: this build is not for x86-64 Linux");

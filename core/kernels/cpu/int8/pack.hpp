@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "base/error.hpp"
@@ -40,6 +41,27 @@ struct PackedB {
     std::vector<std::int32_t> column_sums;
 };
 
+/// Copies the @p K values of @p src (stride @p step between them) into @p dst laid out
+/// in groups of @p group values, @p stride bytes from one group to the next. A
+/// contiguous source with groups of four moves four bytes at a time.
+template <class T>
+void scatter_groups(const T* src, std::int64_t step, std::int64_t K, std::int64_t group, std::int64_t stride, T* dst) {
+    std::int64_t k = 0;
+    if (step == 1 && group == 4)  // a fixed-size copy compiles to one 32-bit move, not a call
+        for (T* d = dst; k + 4 <= K; k += 4, d += stride) std::memcpy(d, src + k, 4);
+    if (step == 1 && group == 64)
+        for (T* d = dst; k + 64 <= K; k += 64, d += stride) std::memcpy(d, src + k, 64);
+    for (; k < K; ++k) dst[(k / group) * stride + k % group] = src[k * step];
+}
+
+/// The sum of @p K values of @p src, @p step apart.
+template <class T>
+std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
+    std::int32_t sum = 0;
+    for (std::int64_t k = 0; k < K; ++k) sum += src[k * step];
+    return sum;
+}
+
 /// Packs all of op(B) (slivers in parallel: they are independent).
 inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp) {
     PackedB p;
@@ -49,15 +71,12 @@ inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp
     parallel_for(slivers, 1, [&](std::int64_t first, std::int64_t last) {
         for (std::int64_t s = first; s < last; ++s) {
             std::int8_t* dst = p.data.data() + s * width * kp;
-            for (std::int64_t c = 0; c < width && s * width + c < g.N; ++c) {
+            for (std::int64_t c = 0; c < width && s * width + c < g.N; ++c) {  // column j into [group][column][4]
                 const std::int64_t j = s * width + c;
-                std::int32_t sum = 0;
-                for (std::int64_t k = 0; k < g.K; ++k) {
-                    const std::int8_t b = b_element(g, k, j);
-                    dst[(k / 4) * width * 4 + c * 4 + k % 4] = b;  // [group][column][position]
-                    sum += b;
-                }
-                p.column_sums[j] = sum;
+                const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
+                const std::int64_t step = g.trans_b ? 1 : g.ldb;
+                scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
+                p.column_sums[j] = sum_of(col, step, g.K);
             }
         }
     });
@@ -74,63 +93,69 @@ inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std:
     for (std::int64_t r = 0; r < mc; ++r) {
         const std::uint8_t* src = g.A + (i0 + r) * g.lda;
         std::uint8_t* sliver = dst + (r / width) * width * kp;
-        const std::int64_t in_sliver = r % width;
-        std::int32_t sum = 0;
-        for (std::int64_t k = 0; k < g.K; ++k) {
-            sliver[(k / group) * width * group + in_sliver * group + k % group] = src[k];
-            sum += src[k];
-        }
-        if (row_sums) row_sums[r] = sum;
+        scatter_groups(src, 1, g.K, group, width * group, sliver + (r % width) * group);
+        if (row_sums) row_sums[r] = sum_of(src, 1, g.K);
     }
 }
 
-/// Writes the valid @p rows x @p cols part of a tile of raw sums (row stride @p ld) at
-/// (i0, j0): zero-point compensation, then INT32 out, or bias + requantization to UINT8.
-/// @p row_sums is indexed from i0 (may be null when zb = 0), @p column_sums globally.
-inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64_t ld, std::int64_t i0,
+/// Writes the valid @p rows x @p cols part of a tile of raw sums at (i0, j0): zero-point
+/// compensation, then INT32 out, or bias + requantization to UINT8. Element (r, c) of the
+/// tile is tile[r * rs + c * cs]. @p row_sums is indexed from i0 (may be null when zb =
+/// 0), @p column_sums globally.
+inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64_t rs, std::int64_t cs, std::int64_t i0,
                      std::int64_t j0, std::int64_t rows, std::int64_t cols, const std::int32_t* row_sums,
                      const std::int32_t* column_sums) {
     const std::int32_t za = g.a_zero_point, zb = g.b_zero_point;
     const std::int32_t both = static_cast<std::int32_t>(g.K) * za * zb;
     const Int8Requant* rq = g.requant;
     for (std::int64_t r = 0; r < rows; ++r) {
-        const std::int32_t row_term = zb != 0 ? zb * row_sums[r] : 0;
+        const std::int64_t i = i0 + r;
+        const std::int32_t row_term = both - (zb != 0 ? zb * row_sums[r] : 0);
+        const std::int32_t* raw = tile + r * rs;
+        const std::int32_t* col_sum = column_sums + j0;
+        if (!rq) {  // INT32 out: a loop the compiler vectorises
+            std::int32_t* c_row = g.C + i * g.ldc + j0;
+            for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
+            continue;
+        }
+        std::uint8_t* out_row = rq->out + i * rq->ldo + j0;
         for (std::int64_t c = 0; c < cols; ++c) {
-            const std::int64_t i = i0 + r, j = j0 + c;
-            std::int32_t acc = tile[r * ld + c] - za * column_sums[j] - row_term + both;
-            if (!rq) {
-                g.C[i * g.ldc + j] = acc;
-                continue;
-            }
-            if (rq->bias) acc += rq->bias[j];
-            const quant::FixedPointMultiplier m = rq->multipliers[rq->per_column ? j : 0];
-            rq->out[i * rq->ldo + j] = static_cast<std::uint8_t>(quant::requantize(acc, m, rq->zero_point, rq->range));
+            std::int32_t acc = raw[c * cs] - za * col_sum[c] + row_term;
+            if (rq->bias) acc += rq->bias[j0 + c];
+            const quant::FixedPointMultiplier m = rq->multipliers[rq->per_column ? j0 + c : 0];
+            out_row[c] = static_cast<std::uint8_t>(quant::requantize(acc, m, rq->zero_point, rq->range));
         }
     }
 }
 
 /// The shape of one path's loops: micro-tile MR x NR, A packed in K groups of
-/// @ref a_group, K padded to a multiple of @ref k_align, cache blocks MC x NC.
+/// @ref a_group, K padded to a multiple of @ref k_align, cache blocks MC x NC, and KC
+/// values of K per pass (a multiple of k_align); NC is a multiple of NR. A micro-kernel
+/// with @ref column_major tiles stores element (r, c) at tile[c * MR + r].
 struct Blocking {
-    std::int64_t mr, nr, a_group, k_align, mc, nc;
+    std::int64_t mr, nr, a_group, k_align, mc, nc, kc;
+    bool column_major = false;
 };
 
-/// The blocked GEMM around @p micro(kp, a_sliver, b_sliver, tile), which overwrites the
-/// MR x NR INT32 @p tile (row stride NR) with the raw sums of one sliver pair over all of
-/// K. B is packed once; blocks of MC rows x NC columns of the result run on the intra-op
-/// threads, each packing its rows of A; the whole K is summed in registers, so each tile
-/// leaves the micro-kernel finished and the epilogue (requantization included) runs on
-/// it at once, while it is in L1.
+/// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
+/// accumulate is false, writes) the raw sums of one A sliver x B sliver over kc values of
+/// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major). B is packed once; blocks of MC rows x
+/// NC columns of the result run on the intra-op threads, each packing its rows of A over
+/// all of K. Inside a block, K goes in passes of KC so that a B sliver (KC x NR bytes)
+/// stays in L1 while the A slivers stream past; the block's tiles live in a per-thread
+/// buffer until the last pass, and the epilogue (requantization included) runs on each
+/// tile as soon as it is finished.
 template <class Micro>
 void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
     if (g.M == 0 || g.N == 0) return;
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
     const PackedB b = pack_b(g, bl.nr, kp);
     const std::int64_t row_blocks = (g.M + bl.mc - 1) / bl.mc, col_blocks = (g.N + bl.nc - 1) / bl.nc;
+    const std::int64_t mc_tiles = round_up(bl.mc, bl.mr) / bl.mr;
     parallel_for(row_blocks * col_blocks, 1, [&](std::int64_t first, std::int64_t last) {
         std::vector<std::uint8_t> a(static_cast<std::size_t>(round_up(bl.mc, bl.mr) * kp));
         std::vector<std::int32_t> row_sums(static_cast<std::size_t>(bl.mc));
-        std::vector<std::int32_t> tile(static_cast<std::size_t>(bl.mr * bl.nr));
+        std::vector<std::int32_t> tiles(static_cast<std::size_t>(mc_tiles * bl.mr * bl.nc));
         std::int64_t packed_block = -1;
         for (std::int64_t t = first; t < last; ++t) {
             const std::int64_t ib = t / col_blocks, jb = t % col_blocks;  // row-major over blocks: A reused
@@ -140,12 +165,23 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
                 pack_a(g, i0, mc, bl.mr, bl.a_group, kp, a.data(), g.b_zero_point ? row_sums.data() : nullptr);
                 packed_block = ib;
             }
-            for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr)
-                for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
-                    micro(kp, a.data() + ir * kp, b.data.data() + jr * kp, tile.data());
-                    epilogue(g, tile.data(), bl.nr, i0 + ir, jr, std::min(bl.mr, mc - ir),
-                             std::min(bl.nr, j0 + nc - jr), row_sums.data() + ir, b.column_sums.data());
-                }
+            // Tile (ir, jr) of this block, in the per-thread buffer.
+            auto tile = [&](std::int64_t ir, std::int64_t jr) {
+                return tiles.data() + (((jr - j0) / bl.nr) * mc_tiles + ir / bl.mr) * bl.mr * bl.nr;
+            };
+            for (std::int64_t pc = 0; pc < kp; pc += bl.kc) {
+                const std::int64_t kc = std::min(bl.kc, kp - pc);
+                const bool last_pass = pc + kc == kp;
+                for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr)
+                    for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
+                        // Slivers are K-major, so K range [pc, pc + kc) of each is contiguous.
+                        micro(kc, a.data() + ir * kp + pc * bl.mr, b.data.data() + jr * kp + pc * bl.nr,
+                              tile(ir, jr), pc > 0);
+                        if (last_pass)
+                            epilogue(g, tile(ir, jr), bl.column_major ? 1 : bl.nr, bl.column_major ? bl.mr : 1, i0 + ir, jr, std::min(bl.mr, mc - ir),
+                                     std::min(bl.nr, j0 + nc - jr), row_sums.data() + ir, b.column_sums.data());
+                    }
+            }
         }
     });
 }

@@ -10,8 +10,11 @@ namespace {
 constexpr std::int64_t kMR = 4, kNR = 16;
 
 // tile (kMR x kNR) = packed a-sliver x packed b-sliver over kp values of K.
-void micro_4x16(std::int64_t kp, const std::uint8_t* a, const std::int8_t* b, std::int32_t* tile) {
+void micro_4x16(std::int64_t kp, const std::uint8_t* a, const std::int8_t* b, std::int32_t* tile, bool accumulate) {
     std::int32_t acc[kMR][kNR] = {};
+    if (accumulate)
+        for (std::int64_t r = 0; r < kMR; ++r)
+            for (std::int64_t c = 0; c < kNR; ++c) acc[r][c] = tile[r * kNR + c];
     for (std::int64_t g = 0; g < kp / 4; ++g, a += 4 * kMR, b += 4 * kNR)  // one K group of 4
         for (std::int64_t r = 0; r < kMR; ++r)
             for (std::int64_t c = 0; c < kNR; ++c)
@@ -21,7 +24,7 @@ void micro_4x16(std::int64_t kp, const std::uint8_t* a, const std::int8_t* b, st
 }
 
 void gemm_int8_portable(const Int8GemmArgs& g) {
-    int8::blocked_gemm(g, {kMR, kNR, 4, 4, 64, 256}, micro_4x16);
+    int8::blocked_gemm(g, {kMR, kNR, 4, 4, 64, 256, 256}, micro_4x16);
 }
 
 bool always() { return true; }

@@ -20,7 +20,11 @@
 namespace gl::kernels {
 namespace {
 
-constexpr std::int64_t kMR = 12, kNR = 32;
+#ifndef GL_MR
+#define GL_MR 32
+#define GL_NR 12
+#endif
+constexpr std::int64_t kMR = GL_MR, kNR = GL_NR;
 
 bool has_vnni() {
     const auto& f = sys::cpu_info().features;
@@ -28,37 +32,55 @@ bool has_vnni() {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_12x32(std::int64_t kp, const std::uint8_t* a,
-                                                                          const std::int8_t* b, std::int32_t* tile) {
-    __m512i acc[kMR][2];
-#pragma GCC unroll 12
-    for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    for (std::int64_t g = 0; g < kp / 4; ++g) {
-        const __m512i b0 = _mm512_loadu_si512(b);       // columns 0..15, four K each
-        const __m512i b1 = _mm512_loadu_si512(b + 64);  // columns 16..31
-#pragma GCC unroll 12
-        for (int r = 0; r < kMR; ++r) {
-            std::int32_t four;  // row r's four K values as one 32-bit lane, broadcast
-            std::memcpy(&four, a + 4 * r, sizeof four);
-            const __m512i av = _mm512_set1_epi32(four);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
-        }
+// acc += a (u8) x the four s8 at b broadcast to all 16 lanes, with the broadcast embedded
+// in the instruction's memory operand ({1to16}): GCC does not fold _mm512_set1_epi32 into
+// vpdpbusd by itself, and the separate vpbroadcastd it emits instead costs an instruction
+// per column.
+__attribute__((target("avx512f,avx512vnni"), always_inline)) inline void dpbusd_broadcast(__m512i& acc, __m512i a,
+                                                                                         const std::int8_t* b) {
+    asm("vpdpbusd %[b]%{1to16%}, %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [b] "m"(*reinterpret_cast<const std::int32_t*>(b)));
+}
+
+// The tile is computed transposed: each zmm holds 16 *rows* of one column, so the s8
+// operand of vpdpbusd is one column's four K values, broadcast straight from memory into
+// the instruction ({1to16}), and A is what is loaded as vectors. That saves the separate
+// broadcast per row that the row-major layout needs: 2 loads and kNR fused
+// load-and-dpbusd instructions per K group of four, instead of 2 + kMR + 2 kMR.
+// tile (kNR columns x kMR rows, column-major: element (r, c) at tile[c * kMR + r]) =
+// (accumulate ? tile : 0) + a-sliver x b-sliver over kc values of K.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::int64_t kc, const std::uint8_t* a,
+                                                                           const std::int8_t* b, std::int32_t* tile,
+                                                                           bool accumulate) {
+    constexpr int kVectors = kMR / 16;  // zmm of 16 rows per column
+    __m512i acc[kNR][kVectors];
+#pragma GCC unroll 16
+    for (int c = 0; c < kNR; ++c)
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v)
+            acc[c][v] = accumulate ? _mm512_loadu_si512(tile + c * kMR + 16 * v) : _mm512_setzero_si512();
+    for (std::int64_t g = 0; g < kc / 4; ++g) {
+        __m512i av[kVectors];  // kMR rows, four K each
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) av[v] = _mm512_loadu_si512(a + 64 * v);
+#pragma GCC unroll 16
+        for (int c = 0; c < kNR; ++c)
+#pragma GCC unroll 4
+            for (int v = 0; v < kVectors; ++v) dpbusd_broadcast(acc[c][v], av[v], b + 4 * c);
         a += 4 * kMR;
         b += 4 * kNR;
     }
-#pragma GCC unroll 12
-    for (int r = 0; r < kMR; ++r) {
-        _mm512_storeu_si512(tile + r * kNR, acc[r][0]);
-        _mm512_storeu_si512(tile + r * kNR + 16, acc[r][1]);
-    }
+#pragma GCC unroll 16
+    for (int c = 0; c < kNR; ++c)
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) _mm512_storeu_si512(tile + c * kMR + 16 * v, acc[c][v]);
 }
 #endif
 
 void gemm_int8_vnni(const Int8GemmArgs& g) {
 #if defined(__x86_64__)
-    // MC x K bytes of A (96 x 2048 = 192 KiB) stay in L2 while NC / 32 slivers of B stream past.
-    int8::blocked_gemm(g, {kMR, kNR, 4, 4, 96, 512}, micro_12x32);
+    // A B sliver of KC x 32 bytes (16 KiB) stays in L1 while the A slivers of the block
+    // (MC x KC = 48 KiB) stream from L2.
+    int8::blocked_gemm(g, {kMR, kNR, 4, 4, 96, 480, 512, true}, micro_kernel);
 #else
     (void)g;
     throw Error("int8_vnni: this build is not for x86-64");
