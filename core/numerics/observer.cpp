@@ -11,8 +11,9 @@ namespace {
 
 void reject_nan(const float* x, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i)
-        check(!std::isnan(x[i]), "observer: NaN in the calibration data (element " + std::to_string(i) +
-                                     "); a NaN has no place in a range");
+        if (std::isnan(x[i]))
+            throw Error("observer: NaN in the calibration data (element " + std::to_string(i) +
+                        "); a NaN has no place in a range");
 }
 
 // The smallest and largest of each row of a [channels, per] block.

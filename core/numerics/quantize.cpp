@@ -49,8 +49,8 @@ double round_half_even(double x) { return std::nearbyint(x); }  // the default m
 // shifted by the zero point, then saturated to the range: clamping *after* adding the
 // zero point, since the range is that of the stored integer. NaN has no nearest integer.
 std::int32_t quantize_value(float x, QParams p, QRange range) {
-    check(!std::isnan(x), "quantize: NaN input (a NaN has no nearest integer; find where it came from)");
-    check(p.scale > 0.0f, "quantize: the scale must be positive");
+    if (std::isnan(x)) throw Error("quantize: NaN input (a NaN has no nearest integer; find where it came from)");
+    if (!(p.scale > 0.0f)) throw Error("quantize: the scale must be positive");
     const double q = round_half_even(static_cast<double>(x) / p.scale) + p.zero_point;
     return static_cast<std::int32_t>(std::clamp(q, double(range.qmin), double(range.qmax)));
 }
