@@ -57,11 +57,12 @@ std::vector<QParams> Observer::qparams(QRange range, QScheme scheme) const {
     return out;
 }
 
-// LAB 12 BEGIN: the per-channel min/max observer
-// Row c of the [channels, per] block is channel c. The first batch sets each channel's
-// range; later batches can only widen it. NaN is refused before anything changes (min and
-// max would silently ignore or keep it, depending on its position).
 void MinMaxObserver::observe(const float* x, std::int64_t n) {
+    // LAB 12 BEGIN: the per-channel min/max observer
+    // Row c of the [channels(), per] block is channel c (per_channel(n) checks n and gives
+    // per). Refuse NaN before anything changes (reject_nan): min and max would silently
+    // ignore or keep it, depending on where it is. The first batch sets each channel's
+    // min_ and max_; later batches can only widen them (row_ranges gives a batch's).
     const std::int64_t per = per_channel(n);
     reject_nan(x, n);
     std::vector<float> lo, hi;
@@ -75,6 +76,7 @@ void MinMaxObserver::observe(const float* x, std::int64_t n) {
         min_[c] = std::min(min_[c], lo[c]);
         max_[c] = std::max(max_[c], hi[c]);
     }
+    // LAB 12 END
 }
 
 std::vector<Range> MinMaxObserver::ranges(QRange, QScheme) const {
@@ -83,7 +85,6 @@ std::vector<Range> MinMaxObserver::ranges(QRange, QScheme) const {
     for (std::size_t c = 0; c < min_.size(); ++c) out.emplace_back(min_[c], max_[c]);
     return out;
 }
-// LAB 12 END
 
 MovingAverageObserver::MovingAverageObserver(std::int64_t channels, float momentum)
     : Observer(channels), momentum_(momentum) {

@@ -44,19 +44,25 @@ QParams choose_qparams(float min, float max, QRange range, QScheme scheme) {
 
 double round_half_even(double x) { return std::nearbyint(x); }  // the default mode: to nearest, ties to even
 
-// LAB 12 BEGIN: quantize and dequantize one value
-// x / scale in double (exact enough that ties are real ties), rounded half to even,
-// shifted by the zero point, then saturated to the range: clamping *after* adding the
-// zero point, since the range is that of the stored integer. NaN has no nearest integer.
 std::int32_t quantize_value(float x, QParams p, QRange range) {
+    // LAB 12 BEGIN: quantize one value (round half to even, zero point, saturation)
+    // Refuse NaN (it has no nearest integer) and a scale that is not positive, with a
+    // gl::Error. Then x / scale in double (exact enough that ties are real ties), rounded
+    // half to even (round_half_even), plus the zero point, then saturated to the range:
+    // clamp *after* adding the zero point, since the range is that of the stored integer.
     if (std::isnan(x)) throw Error("quantize: NaN input (a NaN has no nearest integer; find where it came from)");
     if (!(p.scale > 0.0f)) throw Error("quantize: the scale must be positive");
     const double q = round_half_even(static_cast<double>(x) / p.scale) + p.zero_point;
     return static_cast<std::int32_t>(std::clamp(q, double(range.qmin), double(range.qmax)));
+    // LAB 12 END
 }
 
-float dequantize_value(std::int32_t q, QParams p) { return p.scale * static_cast<float>(q - p.zero_point); }
-// LAB 12 END
+float dequantize_value(std::int32_t q, QParams p) {
+    // LAB 12 BEGIN: dequantize one value
+    // The real value an integer stands for: scale * (q - zero_point).
+    return p.scale * static_cast<float>(q - p.zero_point);
+    // LAB 12 END
+}
 
 namespace {
 

@@ -37,23 +37,24 @@ std::pair<float, float> representable_range(quant::QParams p, quant::QRange rang
     return {quant::dequantize_value(range.qmin, p), quant::dequantize_value(range.qmax, p)};
 }
 
-// LAB 12 BEGIN: the fake-quantize backward (straight-through estimator with clipping)
-// Rounding is a staircase: its true derivative is 0 almost everywhere, which would stop
-// training dead. The STE passes the gradient straight through as if rounding were the
-// identity, but only inside the representable range: an input beyond it was clipped,
-// moving it a little does not move the output, so its gradient is 0.
 std::vector<float> fake_quantize_backward(const std::vector<float>& x, const std::vector<float>& grad,
                                           const std::vector<quant::QParams>& params, quant::QRange range) {
     check(x.size() == grad.size(), "fake_quantize backward: gradient and input differ in size");
     check_params(x.size(), params.size(), "fake_quantize backward");
+    // LAB 12 BEGIN: the fake-quantize backward (straight-through estimator with clipping)
+    // Rounding is a staircase: its true derivative is 0 almost everywhere, which would stop
+    // training dead. The STE passes the gradient straight through as if rounding were the
+    // identity, but only inside the representable range of the element's channel
+    // (representable_range, ends included; channel_of says which parameters): an input
+    // beyond it was clipped, moving it a little does not move the output, so its gradient is 0.
     std::vector<float> dx(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
         const auto [lo, hi] = representable_range(params[channel_of(i, x.size(), params.size())], range);
         dx[i] = x[i] >= lo && x[i] <= hi ? grad[i] : 0.0f;
     }
     return dx;
+    // LAB 12 END
 }
-// LAB 12 END
 
 Tensor fake_quantize(const Tensor& x, const std::vector<quant::QParams>& params, quant::QRange range) {
     check(x.dtype() == DType::Float32, "fake_quantize: expects float32, got " + name_of(x.dtype()));
