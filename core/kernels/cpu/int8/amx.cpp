@@ -12,7 +12,6 @@
 // everywhere, chosen only where the CPU reports amx_tile and amx_int8, and tested only
 // there (the tests skip it with a message elsewhere). Linux hands out AMX state only on
 // request (arch_prctl ARCH_REQ_XCOMP_PERM).
-#include <mutex>
 
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
@@ -20,8 +19,8 @@
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "kernels/cpu/amx_tiles.hpp"
 #define GL_AMX 1
 #else
 #define GL_AMX 0
@@ -39,23 +38,7 @@ bool has_amx_int8() {
 }
 
 #if GL_AMX
-struct alignas(64) TileConfig {  // the 64-byte layout _tile_loadconfig reads (palette 1)
-    std::uint8_t palette = 1;
-    std::uint8_t start_row = 0;
-    std::uint8_t reserved[14] = {};
-    std::uint16_t colsb[16] = {};
-    std::uint8_t rows[16] = {};
-};
-
-void request_amx_permission() {
-    static std::once_flag once;
-    static long result = -1;
-    std::call_once(once, [] {
-        constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-        result = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
-    });
-    check(result == 0, "int8_amx: the kernel refused AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM failed)");
-}
+using amx::TileConfig;
 
 // tmm0: C (16 x 16 INT32), tmm1: A (16 x 64 u8), tmm2: B (16 groups x 16 columns x 4 s8).
 __attribute__((target("amx-tile,amx-int8"))) void micro_16x16(std::int64_t kp, const std::uint8_t* a,
@@ -80,7 +63,7 @@ __attribute__((target("amx-tile,amx-int8"))) void micro_16x16(std::int64_t kp, c
 
 void gemm_int8_amx(const Int8GemmArgs& g) {
 #if GL_AMX
-    request_amx_permission();
+    amx::request_permission("int8_amx");
     int8::blocked_gemm(g, {kTile, kTile, kChunk, kChunk, 64, 256, 512}, micro_16x16);
 #else
     (void)g;
