@@ -443,15 +443,6 @@ int main(int argc, char** argv) {
     train->add_option("--qat-epochs", t.qat_epochs, "QAT fine-tuning epochs")->check(CLI::Range(1, 1000));
     train->add_flag("--per-tensor", t.per_tensor, "QAT: one weight scale per tensor (default: per output channel)");
 
-    gl::cli::QuantizeArgs qa;
-    auto* quantize = app.add_subcommand("quantize", "post-training INT8 quantization of a saved float model (claim Q-1)");
-    quantize->add_option("--model", qa.model, "float model file (gradlab train --save)")->required();
-    quantize->add_option("--out", qa.out, "INT8 model file to write");
-    quantize->add_option("--calibrate", qa.calibrate, "calibration examples from the training set")->check(kCount);
-    quantize->add_option("--observer", qa.observer, "how activation ranges are chosen")
-        ->check(CLI::IsMember({"minmax", "moving_average", "percentile", "mse"}));
-    quantize->add_flag("--per-channel", qa.per_channel, "one weight scale per output channel (default: per tensor)");
-    quantize->add_option("--data", qa.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
 
     bool quick = false;
     std::string out_dir = "results";
@@ -467,6 +458,16 @@ int main(int argc, char** argv) {
     claims->add_option("--only", only, "claim IDs to run (e.g. FW-1 FW-2)")->check(CLI::IsMember(claim_ids));
     claims->add_option("--data", claims_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     claims->add_option("--seed", claims_seed, "seed for every experiment")->check(kUnsigned);
+
+    gl::cli::QuantizeArgs qa;
+    auto* quantize = app.add_subcommand("quantize", "post-training INT8 quantization of a saved float model (claim Q-1)");
+    quantize->add_option("--model", qa.model, "float model file (gradlab train --save)")->required();
+    quantize->add_option("--out", qa.out, "INT8 model file to write");
+    quantize->add_option("--calibrate", qa.calibrate, "calibration examples from the training set")->check(kCount);
+    quantize->add_option("--observer", qa.observer, "how activation ranges are chosen")
+        ->check(CLI::IsMember({"minmax", "moving_average", "percentile", "mse"}));
+    quantize->add_flag("--per-channel", qa.per_channel, "one weight scale per output channel (default: per tensor)");
+    quantize->add_option("--data", qa.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
 
     try {
         app.parse(argc, argv);

@@ -3,6 +3,8 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "base/error.hpp"
@@ -19,6 +21,11 @@ std::uintmax_t file_bytes(const std::string& path) { return std::filesystem::fil
 
 int cmd_quantize(const QuantizeArgs& a) {
     // Everything that can be wrong is found before the first line of output.
+    if (!a.out.empty()) {
+        const auto folder = std::filesystem::absolute(a.out).parent_path();
+        check(std::filesystem::is_directory(folder) && access(folder.c_str(), W_OK) == 0,
+              "--out " + a.out + ": cannot write in " + folder.string() + "; choose another path");
+    }
     check(quant::model_kind(a.model) == quant::ModelKind::Float,
           "--model " + a.model + " is already an INT8 model; give a float model saved by `gradlab train --save`");
     const std::string dir = a.data.empty() ? default_fashion_mnist_dir().string() : a.data;
