@@ -16,9 +16,9 @@ namespace gl::kernels::amx {
 
 /// The 64-byte tile configuration (palette 1): rows and bytes per row of each tile.
 struct alignas(64) TileConfig {
-    std::uint8_t palette = 1;
-    std::uint8_t start_row = 0;
-    std::uint8_t reserved[14] = {};
+    std::uint8_t palette = 1;        ///< palette 1: eight tiles of up to 16 rows x 64 bytes
+    std::uint8_t start_row = 0;      ///< where an interrupted tile load resumes
+    std::uint8_t reserved[14] = {};  ///< must be zero
     std::uint16_t colsb[16] = {};  ///< bytes per row of each tile
     std::uint8_t rows[16] = {};    ///< rows of each tile
 };

@@ -37,8 +37,8 @@ inline std::int8_t b_element(const Int8GemmArgs& g, std::int64_t k, std::int64_t
 /// B packed in slivers of `width` columns, K padded to `kp` (a multiple of 4), layout
 /// [sliver][kp / 4][width][4]; plus each column's sum over the real K.
 struct PackedB {
-    std::vector<std::int8_t> data;
-    std::vector<std::int32_t> column_sums;
+    std::vector<std::int8_t> data;          ///< the packed slivers
+    std::vector<std::int32_t> column_sums;  ///< sum over K of each column (for the zero point of A)
 };
 
 /// Copies the @p K values of @p src (stride @p step between them) into @p dst laid out
@@ -128,13 +128,16 @@ inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64
     }
 }
 
-/// The shape of one path's loops: micro-tile MR x NR, A packed in K groups of
-/// @ref a_group, K padded to a multiple of @ref k_align, cache blocks MC x NC, and KC
-/// values of K per pass (a multiple of k_align); NC is a multiple of NR. A micro-kernel
-/// with @ref column_major tiles stores element (r, c) at tile[c * MR + r].
+/// The shape of one path's loops. NC is a multiple of NR, KC of k_align.
 struct Blocking {
-    std::int64_t mr, nr, a_group, k_align, mc, nc, kc;
-    bool column_major = false;
+    std::int64_t mr;       ///< rows of the micro-tile
+    std::int64_t nr;       ///< columns of the micro-tile
+    std::int64_t a_group;  ///< K values of one row of A side by side in the packing
+    std::int64_t k_align;  ///< K is padded to a multiple of this
+    std::int64_t mc;       ///< rows of A per cache block
+    std::int64_t nc;       ///< columns of B per cache block
+    std::int64_t kc;       ///< K values per pass
+    bool column_major = false;  ///< the micro-kernel stores element (r, c) at tile[c * MR + r]
 };
 
 /// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
