@@ -79,19 +79,24 @@ TEST(Lab12, QuantizeAddsTheZeroPointThenSaturates) {
 }
 
 TEST(Lab12, QuantizeRejectsNaN) {
-    const auto threw = graded::student<std::vector<std::int32_t>>("nan", [] {
-        std::vector<std::int32_t> out;
+    // 0: returned a value, 1: threw gl::Error, 2: threw "not implemented". A working
+    // quantize_value first: a stub that throws for everything refuses NaN by accident.
+    const auto got = graded::student<std::vector<std::int32_t>>("nan", [] {
+        std::vector<std::int32_t> out = {quantize_value(1.0f, {0.1f, 0}, kInt8)};
         for (float x : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()}) {
             try {
                 quantize_value(x, {0.1f, 0}, kInt8);
                 out.push_back(0);
+            } catch (const NotImplemented&) {
+                out.push_back(2);
             } catch (const Error&) {
                 out.push_back(1);
             }
         }
         return out;
     });
-    EXPECT_EQ(threw, (std::vector<std::int32_t>{1, 1})) << "a NaN input must throw gl::Error (it has no nearest integer)";
+    EXPECT_EQ(got, (std::vector<std::int32_t>{10, 1, 1}))
+        << "quantize_value(1.0, scale 0.1) must be 10, and a NaN input must throw gl::Error (it has no nearest integer)";
 }
 
 TEST(Lab12, DequantizeIsScaleTimesOffset) {
