@@ -49,8 +49,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"CONV-1", "11", "direct, im2col + GEMM, Winograd (2.25x fewer multiplies) and FFT convolutions agree; the "
                          "fastest depends on the shape, so an autotuner measures and picks"},
         {"CONV-2", "11", "a small CNN beats the MLP (Fashion-MNIST ~0.91 for two conv layers)"},
-        {"Q-1", "12", "INT8 weights are 4x smaller with little accuracy loss; quantization-aware training recovers "
-                      "the rest; INT8 GEMM is faster"},
+        {"Q-1", "12", ""},
         {"JIT-1", "13", "capturing a static graph allows fusion, static memory planning and fewer launches"},
         {"DEPLOY-1", "13", "a captured graph exported (ONNX) with its weights runs ahead of time elsewhere with the "
                            "same outputs"},

@@ -185,6 +185,26 @@ class BadInput(unittest.TestCase):
         blocker.write_text("")
         self.fails(["claims", "--only", "FW-1", "--out", blocker / "out"], str(blocker / "out"), "--out")
 
+    # Model files (quantize, train --save) ----------------------------------------------------
+
+    def test_quantize_needs_a_model(self):
+        self.fails(["quantize"], "--model")
+
+    def test_quantize_model_that_is_not_there(self):
+        self.fails(["quantize", "--model", self.dir / "none.glm"], "none.glm", "no such file")
+
+    def test_quantize_model_that_is_not_a_model(self):
+        (self.dir / "junk.glm").write_bytes(b"GLMODEL\0" + bytes(5))
+        self.fails(["quantize", "--model", self.dir / "junk.glm"], "junk.glm", "truncated")
+        (self.dir / "text.glm").write_text("hello")
+        self.fails(["quantize", "--model", self.dir / "text.glm"], "not a gradlab model")
+
+    def test_quantize_unknown_observer(self):
+        self.fails(["quantize", "--model", "m.glm", "--observer", "median"], "--observer", "median")
+
+    def test_qat_options_need_qat(self):
+        self.fails(["train", "--qat-epochs", "2"], "--qat")
+
 
 if __name__ == "__main__":
     if not EXE.exists():

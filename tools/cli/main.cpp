@@ -17,6 +17,8 @@
 
 #include "../../bench/claims/claims.hpp"
 #include "build_info.hpp"
+#include "quantize_cmd.hpp"
+#include "quant/model_file.hpp"
 #include "base/error.hpp"
 #include "data/image_folder.hpp"
 #include "data/mnist.hpp"
@@ -102,6 +104,10 @@ struct TrainArgs {
     std::string backend;  // empty: mpi under mpirun, threads otherwise
     std::string device = "cpu";     // cpu, cuda, cuda_cpu
     bool item_every_step = false;   // read the loss every step (a host sync on a device)
+    std::string save;     // model file to write after training (INT8 with --qat)
+    bool qat = false;     // fine-tune with fake quantization, then convert to INT8
+    int qat_epochs = 1;
+    bool per_tensor = false;  // QAT: one weight scale per tensor instead of per channel
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -181,6 +187,17 @@ void check_train_args(const TrainArgs& a) {
     if (parallel && (a.precision != "fp32" || a.memory))
         throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
                         "without memory accounting");
+    if ((a.qat || !a.save.empty()) && parallel)
+        throw gl::Error("--qat and --save are for one worker; drop --workers/--backend");
+    if (a.qat && a.precision != "fp32")
+        throw gl::Error("--qat fine-tunes in fp32 with fake INT8 quantization; drop --precision");
+    if (!a.qat && (a.per_tensor || a.qat_epochs != 1))
+        throw gl::Error("--qat-epochs and --per-tensor belong to --qat; add --qat");
+    if (!a.save.empty()) {
+        const auto folder = std::filesystem::absolute(a.save).parent_path();
+        if (!std::filesystem::is_directory(folder) || access(folder.c_str(), W_OK) != 0)
+            throw gl::Error(fmt::format("--save {}: cannot write in {}; choose another path", a.save, folder.string()));
+    }
     if (a.backend != "threads") return;  // under MPI the workers are the processes, known later
     const auto workers = static_cast<std::size_t>(a.workers);
     if (a.batch_size < workers)
@@ -262,6 +279,12 @@ int cmd_train(TrainArgs a) {
                 tracker.reset_peaks();
             }
         });
+    if (a.qat) {
+        gl::cli::qat_finetune(*net, train, test, opt, a.qat_epochs, !a.per_tensor, a.save);
+    } else if (!a.save.empty()) {
+        gl::quant::save_float_model(*net, a.save);
+        fmt::print("written: {} ({} bytes)\n", a.save, gl::cli::file_bytes(a.save));
+    }
     if (a.memory) {
         fmt::print("memory of a training step (the largest peak of any step; the dataset is not counted):\n{}",
                    gl::training::format_memory_table(per_step, false));
@@ -504,6 +527,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"dp", "ddp"}));
     train->add_option("--backend", t.backend, "threads, mpi or nccl (default: mpi under mpirun, else threads)")
         ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
+    train->add_option("--save", t.save, "write the trained model to this .glm file (INT8 with --qat)");
+    train->add_flag("--qat", t.qat, "then fine-tune with fake INT8 quantization and convert to INT8 (claim Q-1)");
+    train->add_option("--qat-epochs", t.qat_epochs, "QAT fine-tuning epochs")->check(CLI::Range(1, 1000));
+    train->add_flag("--per-tensor", t.per_tensor, "QAT: one weight scale per tensor (default: per output channel)");
+
 
     bool quick = false;
     std::string out_dir = "results";
@@ -543,6 +571,15 @@ int main(int argc, char** argv) {
     throughput->add_option("--workers", throughput_workers, "loader worker threads")->check(CLI::Range(0, 256));
     throughput->add_option("--batches", throughput_batches, "batches to time")->check(CLI::Range(1, 1000000));
     throughput->add_option("--batch-size", throughput_batch_size, "images per batch")->check(CLI::Range(1, 65536));
+    gl::cli::QuantizeArgs qa;
+    auto* quantize = app.add_subcommand("quantize", "post-training INT8 quantization of a saved float model (claim Q-1)");
+    quantize->add_option("--model", qa.model, "float model file (gradlab train --save)")->required();
+    quantize->add_option("--out", qa.out, "INT8 model file to write");
+    quantize->add_option("--calibrate", qa.calibrate, "calibration examples from the training set")->check(kCount);
+    quantize->add_option("--observer", qa.observer, "how activation ranges are chosen")
+        ->check(CLI::IsMember({"minmax", "moving_average", "percentile", "mse"}));
+    quantize->add_flag("--per-channel", qa.per_channel, "one weight scale per output channel (default: per tensor)");
+    quantize->add_option("--data", qa.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
 
     try {
         app.parse(argc, argv);
@@ -552,6 +589,7 @@ int main(int argc, char** argv) {
     try {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
+        if (app.got_subcommand("quantize")) return gl::cli::cmd_quantize(qa);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
         if (throughput->parsed())
             return cmd_throughput(throughput_dir, throughput_workers, throughput_batches, throughput_batch_size);

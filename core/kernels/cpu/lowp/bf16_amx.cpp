@@ -11,7 +11,6 @@
 // Linux hands out AMX state only on request (arch_prctl ARCH_REQ_XCOMP_PERM). Used only
 // where the CPU reports amx_tile and amx_bf16; compiled everywhere.
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "base/error.hpp"
@@ -21,8 +20,8 @@
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "kernels/cpu/amx_tiles.hpp"
 #define GL_AMX 1
 #else
 #define GL_AMX 0
@@ -42,24 +41,7 @@ bool has_amx_bf16() {
 }
 
 #if GL_AMX
-// The 64-byte tile configuration tileloadconfig reads (palette 1).
-struct alignas(64) TileConfig {
-    std::uint8_t palette = 1;
-    std::uint8_t start_row = 0;
-    std::uint8_t reserved[14] = {};
-    std::uint16_t colsb[16] = {};  // bytes per row of each tile
-    std::uint8_t rows[16] = {};    // rows of each tile
-};
-
-void request_amx_permission() {
-    static std::once_flag once;
-    static long result = -1;
-    std::call_once(once, [] {
-        constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-        result = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
-    });
-    check(result == 0, "bf16_amx: the kernel refused AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM failed)");
-}
+using amx::TileConfig;
 
 // tmm0: C (16 x 16 FP32), tmm1: A (16 x 32 bf16), tmm2: B (16 pairs x 16 columns x 2).
 __attribute__((target("amx-tile,amx-bf16"))) void configure_tiles() {
@@ -88,7 +70,7 @@ __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
 void gemm_bf16_amx(const LowpGemmArgs& g) {
 #if GL_AMX
-    request_amx_permission();
+    amx::request_permission("bf16_amx");
     lowp::zero_c(g);
     configure_tiles();
     std::vector<std::uint16_t> packed_b(static_cast<std::size_t>(kKC * lowp::round_up(std::min(g.N, kNC), kTile)));

@@ -44,7 +44,33 @@ void sgemm_onednn(const GemmArgs<float>& g) {
     check(s == dnnl_success, "gemm onednn: dnnl_sgemm failed with status " + std::to_string(static_cast<int>(s)));
 }
 
+// INT8: C = (A - ao)(op(B) - bo), INT32 out. oneDNN takes the zero points as bytes of the
+// operands' own types, which is the range they live in anyway.
+void gemm_int8_onednn(const Int8GemmArgs& g) {
+    check(g.requant == nullptr, "gemm int8_onednn: dnnl_gemm_u8s8s32 writes INT32 only (no fused requantization)");
+    if (g.M == 0 || g.N == 0) return;
+    if (g.K == 0) {  // oneDNN refuses an empty K as invalid arguments; the sum is empty
+        for (std::int64_t i = 0; i < g.M; ++i) std::fill(g.C + i * g.ldc, g.C + i * g.ldc + g.N, 0);
+        return;
+    }
+    const UnpinnedScope unpinned;
+    sync_threads();
+    const std::int32_t zero = 0;
+    const dnnl_status_t s = dnnl_gemm_u8s8s32('N', g.trans_b ? 'T' : 'N', 'F', g.M, g.N, g.K, 1.0f, g.A, g.lda,
+                                              static_cast<std::uint8_t>(g.a_zero_point), g.B, g.ldb,
+                                              static_cast<std::int8_t>(g.b_zero_point), 0.0f, g.C, g.ldc, &zero);
+    check(s == dnnl_success, "gemm int8_onednn: dnnl_gemm_u8s8s32 failed with status " +
+                                 std::to_string(static_cast<int>(s)));
+}
+
+bool always() { return true; }
+
 }  // namespace
+
+std::optional<Int8GemmKernel> gemm_int8_onednn_kernel() {
+    return Int8GemmKernel{"int8_onednn", "oneDNN dnnl_gemm_u8s8s32, JIT-generated for this CPU (peer library)", "",
+                          &always, &gemm_int8_onednn, true};
+}
 
 std::optional<GemmKernel> gemm_onednn_kernel() {
     return GemmKernel{"onednn", "oneDNN dnnl_sgemm, JIT-generated for this CPU (peer library)", &sgemm_onednn,
@@ -52,6 +78,7 @@ std::optional<GemmKernel> gemm_onednn_kernel() {
 }
 #else
 std::optional<GemmKernel> gemm_onednn_kernel() { return std::nullopt; }
+std::optional<Int8GemmKernel> gemm_int8_onednn_kernel() { return std::nullopt; }
 #endif
 
 }  // namespace gl::kernels

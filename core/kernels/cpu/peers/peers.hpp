@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace gl::kernels {
 
@@ -26,6 +27,8 @@ namespace gl::kernels {
 GemmKernel gemm_eigen_kernel();
 std::optional<GemmKernel> gemm_openblas_kernel();
 std::optional<GemmKernel> gemm_onednn_kernel();
+// oneDNN's INT8 GEMM (dnnl_gemm_u8s8s32), the peer of the INT8 family (kernels/gemm_int8.hpp).
+std::optional<Int8GemmKernel> gemm_int8_onednn_kernel();
 /// @endcond
 
 /// The peer libraries this build found, in the order above: what the GEMM registry lists

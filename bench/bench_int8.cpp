@@ -1,0 +1,117 @@
+// INT8 GEMM benchmark (claim Q-1): the INT8 paths this CPU runs and oneDNN's INT8 GEMM
+// against the FP32 kernels (ours and the peers) in the same run, on square problems
+// N = 256..2048 and on the MLP's layer shapes (batch 64 and 1000), 1 and 2 threads.
+// INT8 work is counted as 2 M N K "operations" so GOP/s and GFLOP/s compare directly.
+//
+// Run:   build/bench/bench_int8 --benchmark_format=json --benchmark_out=int8.json
+// Quick: build/bench/bench_int8 --benchmark_filter='/(1024|2048)x.*threads:2' --benchmark_min_time=0.3s
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+#include "kernels/gemm_int8.hpp"
+#include "parallel/thread_pool.hpp"
+#include "testkit/random.hpp"
+
+namespace {
+
+struct Shape {
+    std::string name;
+    std::int64_t M, N, K;
+};
+
+std::vector<Shape> shapes() {
+    std::vector<Shape> s;
+    for (std::int64_t n = 256; n <= 2048; n *= 2) s.push_back({"square", n, n, n});
+    // SimpleNet 784-128-10 inference: y = x W^T (B is the weight [out, in], transposed).
+    for (std::int64_t batch : {64, 1000}) {
+        s.push_back({"fc1", batch, 128, 784});
+        s.push_back({"fc2", batch, 10, 128});
+    }
+    return s;
+}
+
+void counters(benchmark::State& state, const Shape& p, int threads, const std::string& unit) {
+    const double ops = 2.0 * static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K);
+    state.counters[unit] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["M"] = static_cast<double>(p.M);
+    state.counters["N"] = static_cast<double>(p.N);
+    state.counters["K"] = static_cast<double>(p.K);
+    state.counters["threads"] = threads;
+    state.SetLabel(p.name);
+}
+
+void run_int8(benchmark::State& state, const gl::kernels::Int8GemmKernel& kernel, const Shape& p, int threads,
+              bool fused) {
+    gl::set_num_threads(threads);
+    std::mt19937 gen(1);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::vector<std::uint8_t> A(static_cast<std::size_t>(p.M * p.K));
+    std::vector<std::int8_t> B(static_cast<std::size_t>(p.N * p.K));
+    for (auto& a : A) a = static_cast<std::uint8_t>(byte(gen));
+    for (auto& b : B) b = static_cast<std::int8_t>(byte(gen) - 128);
+    std::vector<std::int32_t> C(static_cast<std::size_t>(p.M * p.N));
+    std::vector<std::uint8_t> out(C.size());
+    std::vector<std::int32_t> bias(static_cast<std::size_t>(p.N), 100);
+    const gl::quant::FixedPointMultiplier m = gl::quant::to_fixed_point(1e-4);
+    gl::kernels::Int8Requant rq{bias.data(), &m, false, 3, gl::quant::kUint8, out.data(), p.N};
+    gl::kernels::Int8GemmArgs g{p.M, p.N, p.K, A.data(), p.K, 3, B.data(), p.K, true, 0, C.data(), p.N,
+                                fused ? &rq : nullptr};
+    for (auto _ : state) {
+        kernel.fn(g);
+        benchmark::ClobberMemory();
+    }
+    counters(state, p, threads, "GOP/s");
+}
+
+void run_fp32(benchmark::State& state, const gl::kernels::GemmKernel& kernel, const Shape& p, int threads) {
+    gl::set_num_threads(threads);
+    const auto A = gl::testkit::random_floats(static_cast<std::size_t>(p.M * p.K), 1);
+    const auto B = gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2);
+    std::vector<float> C(static_cast<std::size_t>(p.M * p.N));
+    const auto g = gl::kernels::dense_gemm_args(false, true, p.M, p.N, p.K, A.data(), B.data(), C.data());
+    for (auto _ : state) {
+        kernel.sgemm(g);
+        benchmark::ClobberMemory();
+    }
+    counters(state, p, threads, "GOP/s");
+}
+
+std::string name(const std::string& kernel, const Shape& p, int t) {
+    return "int8/" + kernel + "/" + p.name + "/" + std::to_string(p.M) + "x" + std::to_string(p.N) + "x" +
+           std::to_string(p.K) + "/threads:" + std::to_string(t) + "/";
+}
+
+void add(const std::string& n, std::function<void(benchmark::State&)> fn) {
+    benchmark::RegisterBenchmark(n.c_str(), [fn](benchmark::State& s) { fn(s); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    for (const Shape& p : shapes())
+        for (int t : {1, 2}) {
+            for (const auto& k : gl::kernels::int8_gemm_kernels()) {
+                if (k.name == "int8_naive" || !k.available()) continue;
+                add(name(k.name, p, t), [&k, p, t](benchmark::State& s) { run_int8(s, k, p, t, false); });
+                if (!k.peer)  // the same kernel writing requantized UINT8 (bias, multiplier, clamp)
+                    add(name(k.name + "_requant", p, t), [&k, p, t](benchmark::State& s) { run_int8(s, k, p, t, true); });
+            }
+            for (const char* fp32 : {"threaded", "openblas", "onednn"}) {
+                const gl::kernels::GemmKernel* k = nullptr;
+                for (const auto& kk : gl::kernels::gemm_kernels())
+                    if (kk.name == fp32) k = &gl::kernels::find_gemm(fp32);
+                if (!k) continue;
+                add(name(std::string("fp32_") + fp32, p, t), [k, p, t](benchmark::State& s) { run_fp32(s, *k, p, t); });
+            }
+        }
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,192 @@
+// What the INT8 GEMM paths (portable.cpp, vnni.cpp, amx.cpp) share: packing, the
+// epilogue, and the blocked loops around a micro-kernel.
+//
+// Packing. vpdpbusd multiplies four consecutive u8 of A by four consecutive s8 of B and
+// adds the four products into one INT32 lane, so B is packed with each column's four K
+// neighbours side by side ("VNNI layout"): a sliver of `width` columns is
+// [K / 4][width][4]. A is cut into slivers of `width` rows laid out [K / group][width][group]
+// (group 4 for vpdpbusd's broadcast, 64 for an AMX tile row). Past the matrix edges
+// everything is packed as 0, so micro-kernels never test for edges, and a zero adds
+// nothing to a sum.
+//
+// Zero points. The hardware multiplies raw bytes; the GEMM wants
+// sum_k (a - za)(b - zb) = sum a b - za sum_k b - zb sum_k a + K za zb.
+// The column sums of B are computed while packing it, the row sums of A while packing A
+// (only when zb != 0: weights are symmetric, zb = 0), and the epilogue subtracts them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/error.hpp"
+#include "kernels/gemm_int8.hpp"
+#include "parallel/thread_pool.hpp"
+
+namespace gl::kernels::int8 {
+
+/// Rounds @p x up to a multiple of @p m.
+inline std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+/// op(B)(k, j).
+inline std::int8_t b_element(const Int8GemmArgs& g, std::int64_t k, std::int64_t j) {
+    return g.trans_b ? g.B[j * g.ldb + k] : g.B[k * g.ldb + j];
+}
+
+/// B packed in slivers of `width` columns, K padded to `kp` (a multiple of 4), layout
+/// [sliver][kp / 4][width][4]; plus each column's sum over the real K.
+struct PackedB {
+    std::vector<std::int8_t> data;          ///< the packed slivers
+    std::vector<std::int32_t> column_sums;  ///< sum over K of each column (for the zero point of A)
+};
+
+/// Copies the @p K values of @p src (stride @p step between them) into @p dst laid out
+/// in groups of @p group values, @p stride bytes from one group to the next. A
+/// contiguous source with groups of four moves four bytes at a time.
+template <class T>
+void scatter_groups(const T* src, std::int64_t step, std::int64_t K, std::int64_t group, std::int64_t stride, T* dst) {
+    std::int64_t k = 0;
+    if (step == 1 && group == 4)  // a fixed-size copy compiles to one 32-bit move, not a call
+        for (T* d = dst; k + 4 <= K; k += 4, d += stride) std::memcpy(d, src + k, 4);
+    if (step == 1 && group == 64)
+        for (T* d = dst; k + 64 <= K; k += 64, d += stride) std::memcpy(d, src + k, 64);
+    for (; k < K; ++k) dst[(k / group) * stride + k % group] = src[k * step];
+}
+
+/// The sum of @p K values of @p src, @p step apart.
+template <class T>
+std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
+    std::int32_t sum = 0;
+    for (std::int64_t k = 0; k < K; ++k) sum += src[k * step];
+    return sum;
+}
+
+/// Packs all of op(B) (slivers in parallel: they are independent).
+inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp) {
+    PackedB p;
+    const std::int64_t slivers = round_up(g.N, width) / width;
+    p.data.assign(static_cast<std::size_t>(slivers * width * kp), 0);
+    p.column_sums.assign(static_cast<std::size_t>(slivers * width), 0);
+    parallel_for(slivers, 1, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t s = first; s < last; ++s) {
+            std::int8_t* dst = p.data.data() + s * width * kp;
+            for (std::int64_t c = 0; c < width && s * width + c < g.N; ++c) {  // column j into [group][column][4]
+                const std::int64_t j = s * width + c;
+                const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
+                const std::int64_t step = g.trans_b ? 1 : g.ldb;
+                scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
+                p.column_sums[j] = sum_of(col, step, g.K);
+            }
+        }
+    });
+    return p;
+}
+
+/// Packs rows [i0, i0 + mc) of A into slivers of @p width rows, layout
+/// [sliver][kp / group][width][group], zero beyond the edges; @p row_sums (mc entries)
+/// gets each row's sum when it is not null.
+inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std::int64_t width, std::int64_t group,
+                   std::int64_t kp, std::uint8_t* dst, std::int32_t* row_sums) {
+    const std::int64_t rows = round_up(mc, width);
+    std::fill(dst, dst + rows * kp, std::uint8_t{0});
+    for (std::int64_t r = 0; r < mc; ++r) {
+        const std::uint8_t* src = g.A + (i0 + r) * g.lda;
+        std::uint8_t* sliver = dst + (r / width) * width * kp;
+        scatter_groups(src, 1, g.K, group, width * group, sliver + (r % width) * group);
+        if (row_sums) row_sums[r] = sum_of(src, 1, g.K);
+    }
+}
+
+/// Writes the valid @p rows x @p cols part of a tile of raw sums at (i0, j0): zero-point
+/// compensation, then INT32 out, or bias + requantization to UINT8. Element (r, c) of the
+/// tile is tile[r * rs + c * cs]. @p row_sums is indexed from i0 (may be null when zb =
+/// 0), @p column_sums globally.
+inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64_t rs, std::int64_t cs, std::int64_t i0,
+                     std::int64_t j0, std::int64_t rows, std::int64_t cols, const std::int32_t* row_sums,
+                     const std::int32_t* column_sums) {
+    const std::int32_t za = g.a_zero_point, zb = g.b_zero_point;
+    const std::int32_t both = static_cast<std::int32_t>(g.K) * za * zb;
+    const Int8Requant* rq = g.requant;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t i = i0 + r;
+        const std::int32_t row_term = both - (zb != 0 ? zb * row_sums[r] : 0);
+        const std::int32_t* raw = tile + r * rs;
+        const std::int32_t* col_sum = column_sums + j0;
+        if (!rq) {  // INT32 out: a loop the compiler vectorises
+            std::int32_t* c_row = g.C + i * g.ldc + j0;
+            for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
+            continue;
+        }
+        std::uint8_t* out_row = rq->out + i * rq->ldo + j0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+            std::int32_t acc = raw[c * cs] - za * col_sum[c] + row_term;
+            if (rq->bias) acc += rq->bias[j0 + c];
+            const quant::FixedPointMultiplier m = rq->multipliers[rq->per_column ? j0 + c : 0];
+            out_row[c] = static_cast<std::uint8_t>(quant::requantize(acc, m, rq->zero_point, rq->range));
+        }
+    }
+}
+
+/// The shape of one path's loops. NC is a multiple of NR, KC of k_align.
+struct Blocking {
+    std::int64_t mr;       ///< rows of the micro-tile
+    std::int64_t nr;       ///< columns of the micro-tile
+    std::int64_t a_group;  ///< K values of one row of A side by side in the packing
+    std::int64_t k_align;  ///< K is padded to a multiple of this
+    std::int64_t mc;       ///< rows of A per cache block
+    std::int64_t nc;       ///< columns of B per cache block
+    std::int64_t kc;       ///< K values per pass
+    bool column_major = false;  ///< the micro-kernel stores element (r, c) at tile[c * MR + r]
+};
+
+/// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
+/// accumulate is false, writes) the raw sums of one A sliver x B sliver over kc values of
+/// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major). B is packed once; blocks of MC rows x
+/// NC columns of the result run on the intra-op threads, each packing its rows of A over
+/// all of K. Inside a block, K goes in passes of KC so that a B sliver (KC x NR bytes)
+/// stays in L1 while the A slivers stream past; the block's tiles live in a per-thread
+/// buffer until the last pass, and the epilogue (requantization included) runs on each
+/// tile as soon as it is finished.
+template <class Micro>
+void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
+    if (g.M == 0 || g.N == 0) return;
+    const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
+    const PackedB b = pack_b(g, bl.nr, kp);
+    const std::int64_t row_blocks = (g.M + bl.mc - 1) / bl.mc, col_blocks = (g.N + bl.nc - 1) / bl.nc;
+    const std::int64_t mc_tiles = round_up(bl.mc, bl.mr) / bl.mr;
+    parallel_for(row_blocks * col_blocks, 1, [&](std::int64_t first, std::int64_t last) {
+        std::vector<std::uint8_t> a(static_cast<std::size_t>(round_up(bl.mc, bl.mr) * kp));
+        std::vector<std::int32_t> row_sums(static_cast<std::size_t>(bl.mc));
+        std::vector<std::int32_t> tiles(static_cast<std::size_t>(mc_tiles * bl.mr * bl.nc));
+        std::int64_t packed_block = -1;
+        for (std::int64_t t = first; t < last; ++t) {
+            const std::int64_t ib = t / col_blocks, jb = t % col_blocks;  // row-major over blocks: A reused
+            const std::int64_t i0 = ib * bl.mc, mc = std::min(bl.mc, g.M - i0);
+            const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, g.N - j0);
+            if (ib != packed_block) {
+                pack_a(g, i0, mc, bl.mr, bl.a_group, kp, a.data(), g.b_zero_point ? row_sums.data() : nullptr);
+                packed_block = ib;
+            }
+            // Tile (ir, jr) of this block, in the per-thread buffer.
+            auto tile = [&](std::int64_t ir, std::int64_t jr) {
+                return tiles.data() + (((jr - j0) / bl.nr) * mc_tiles + ir / bl.mr) * bl.mr * bl.nr;
+            };
+            for (std::int64_t pc = 0; pc < kp; pc += bl.kc) {
+                const std::int64_t kc = std::min(bl.kc, kp - pc);
+                const bool last_pass = pc + kc == kp;
+                for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr)
+                    for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
+                        // Slivers are K-major, so K range [pc, pc + kc) of each is contiguous.
+                        micro(kc, a.data() + ir * kp + pc * bl.mr, b.data.data() + jr * kp + pc * bl.nr,
+                              tile(ir, jr), pc > 0);
+                        if (last_pass)
+                            epilogue(g, tile(ir, jr), bl.column_major ? 1 : bl.nr, bl.column_major ? bl.mr : 1, i0 + ir, jr, std::min(bl.mr, mc - ir),
+                                     std::min(bl.nr, j0 + nc - jr), row_sums.data() + ir, b.column_sums.data());
+                    }
+            }
+        }
+    });
+}
+
+}  // namespace gl::kernels::int8

@@ -1,0 +1,282 @@
+// The .glm model file: writing, and reading with every check before any trust.
+#include "quant/model_file.hpp"
+
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/grad_mode.hpp"
+#include "base/crc32.hpp"
+#include "base/error.hpp"
+
+static_assert(std::endian::native == std::endian::little, "the .glm format is written as the CPU stores it");
+
+namespace gl::quant {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'L', 'M', 'O', 'D', 'E', 'L', '\0'};
+constexpr char kEnd[8] = {'G', 'L', 'M', 'E', 'N', 'D', '\0', '\0'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kMaxName = 256, kMaxRank = 8;
+
+std::size_t element_size(RecordType t) { return t == RecordType::Int8 ? 1 : 4; }
+
+// Appends the bytes of a trivially copyable value.
+template <class T>
+void put(std::vector<std::uint8_t>& out, const T& v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof v);
+}
+
+// A bounds-checked reader over the file's bytes; every failure names the file and says what to do.
+class Reader {
+public:
+    Reader(const std::vector<std::uint8_t>& bytes, std::string path) : bytes_(bytes), path_(std::move(path)) {}
+    template <class T>
+    T get(const std::string& what) {
+        T v;
+        std::memcpy(&v, take(sizeof v, what), sizeof v);
+        return v;
+    }
+    const std::uint8_t* take(std::size_t n, const std::string& what) {
+        if (n > bytes_.size() - pos_)
+            fail("truncated: " + what + " needs " + std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
+                 ", only " + std::to_string(bytes_.size() - pos_) + " left");
+        const std::uint8_t* p = bytes_.data() + pos_;
+        pos_ += n;
+        return p;
+    }
+    std::size_t pos() const { return pos_; }
+    const std::uint8_t* data() const { return bytes_.data(); }
+    [[noreturn]] void fail(const std::string& why) const {
+        throw Error("model file " + path_ + ": " + why + "; the file is damaged or incomplete: save the model again");
+    }
+
+private:
+    const std::vector<std::uint8_t>& bytes_;
+    std::string path_;
+    std::size_t pos_ = 0;
+};
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    check(in.good(), "cannot open model file " + path + " (" + (std::filesystem::exists(path) ? "not readable" : "no such file") +
+                         "); give the path of a file written by `gradlab train --save` or `gradlab quantize --out`");
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+ModelRecord read_record(Reader& r, std::size_t index) {
+    const std::size_t start = r.pos();
+    const std::string which = "record " + std::to_string(index);
+    ModelRecord rec;
+    const auto name_len = r.get<std::uint32_t>(which + "'s name length");
+    if (name_len == 0 || name_len > kMaxName) r.fail(which + " has a name of " + std::to_string(name_len) + " bytes");
+    const std::uint8_t* name = r.take(name_len, which + "'s name");
+    rec.name.assign(reinterpret_cast<const char*>(name), name_len);
+    const auto type = r.get<std::uint8_t>("the element type of '" + rec.name + "'");
+    if (type > 2) r.fail("record '" + rec.name + "' has unknown element type " + std::to_string(type));
+    rec.type = static_cast<RecordType>(type);
+    const auto rank = r.get<std::uint8_t>("the rank of '" + rec.name + "'");
+    if (rank > kMaxRank) r.fail("record '" + rec.name + "' has rank " + std::to_string(rank));
+    std::uint64_t elements = 1;
+    for (std::uint8_t d = 0; d < rank; ++d) {
+        const auto dim = r.get<std::int64_t>("a dimension of '" + rec.name + "'");
+        if (dim < 0 || dim > (std::int64_t{1} << 40) || (dim > 0 && elements > (std::uint64_t{1} << 40) / dim))
+            r.fail("record '" + rec.name + "' has an impossible dimension " + std::to_string(dim));
+        rec.shape.push_back(dim);
+        elements *= static_cast<std::uint64_t>(dim);
+    }
+    const auto nq = r.get<std::uint32_t>("the parameter count of '" + rec.name + "'");
+    if (nq > (1u << 24)) r.fail("record '" + rec.name + "' claims " + std::to_string(nq) + " parameter sets");
+    for (std::uint32_t q = 0; q < nq; ++q) {
+        QParams p;
+        p.scale = r.get<float>("a scale of '" + rec.name + "'");
+        p.zero_point = r.get<std::int32_t>("a zero point of '" + rec.name + "'");
+        rec.qparams.push_back(p);
+    }
+    const auto bytes = r.get<std::uint64_t>("the payload size of '" + rec.name + "'");
+    if (bytes != elements * element_size(rec.type))
+        r.fail("record '" + rec.name + "' has " + std::to_string(bytes) + " payload bytes for " +
+               std::to_string(elements) + " elements");
+    const std::uint8_t* payload = r.take(bytes, "the payload of '" + rec.name + "'");
+    rec.payload.assign(payload, payload + bytes);
+    const std::size_t end = r.pos();
+    const auto stored = r.get<std::uint32_t>("the checksum of '" + rec.name + "'");
+    if (crc32(r.data() + start, end - start) != stored)
+        r.fail("checksum mismatch in record '" + rec.name + "' (a changed byte)");
+    return rec;
+}
+
+template <class T>
+std::vector<T> values(const ModelRecord& r) {
+    std::vector<T> v(r.payload.size() / sizeof(T));
+    std::memcpy(v.data(), r.payload.data(), r.payload.size());
+    return v;
+}
+
+template <class T>
+ModelRecord record(const std::string& name, RecordType type, std::vector<std::int64_t> shape, const std::vector<T>& v,
+                   std::vector<QParams> qparams = {}) {
+    ModelRecord r{name, type, std::move(shape), std::move(qparams), {}};
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+    r.payload.assign(p, p + v.size() * sizeof(T));
+    return r;
+}
+
+}  // namespace
+
+void save_records(const std::string& path, ModelKind kind, const std::vector<ModelRecord>& records) {
+    std::vector<std::uint8_t> out(kMagic, kMagic + 8);
+    put(out, kVersion);
+    put(out, static_cast<std::uint32_t>(kind));
+    put(out, static_cast<std::uint32_t>(records.size()));
+    put(out, crc32(out.data(), out.size()));
+    for (const ModelRecord& r : records) {
+        check(!r.name.empty() && r.name.size() <= kMaxName && r.shape.size() <= kMaxRank,
+              "save model: record '" + r.name + "' has an empty or too long name, or too many dimensions");
+        const std::size_t start = out.size();
+        put(out, static_cast<std::uint32_t>(r.name.size()));
+        out.insert(out.end(), r.name.begin(), r.name.end());
+        put(out, static_cast<std::uint8_t>(r.type));
+        put(out, static_cast<std::uint8_t>(r.shape.size()));
+        for (std::int64_t d : r.shape) put(out, d);
+        put(out, static_cast<std::uint32_t>(r.qparams.size()));
+        for (const QParams& q : r.qparams) {
+            put(out, q.scale);
+            put(out, q.zero_point);
+        }
+        put(out, static_cast<std::uint64_t>(r.payload.size()));
+        out.insert(out.end(), r.payload.begin(), r.payload.end());
+        put(out, crc32(out.data() + start, out.size() - start));
+    }
+    const std::uint64_t body = out.size();
+    const std::uint32_t all = crc32(out.data(), out.size());
+    out.insert(out.end(), kEnd, kEnd + 8);
+    put(out, body);
+    put(out, all);
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        check(f.good(), "cannot write model file " + tmp + "; choose a folder you can write in");
+        f.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
+        check(f.good(), "writing model file " + tmp + " failed (disk full?)");
+    }
+    std::filesystem::rename(tmp, path);
+}
+
+std::vector<ModelRecord> load_records(const std::string& path, ModelKind& kind) {
+    const std::vector<std::uint8_t> bytes = read_file(path);
+    Reader r(bytes, path);
+    if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+        r.fail("not a gradlab model (no GLMODEL signature)");
+    r.take(8, "the signature");
+    const auto version = r.get<std::uint32_t>("the version");
+    const auto raw_kind = r.get<std::uint32_t>("the kind");
+    const auto count = r.get<std::uint32_t>("the record count");
+    if (r.get<std::uint32_t>("the header checksum") != crc32(bytes.data(), 20)) r.fail("header checksum mismatch");
+    if (version != kVersion)
+        throw Error("model file " + path + ": format version " + std::to_string(version) + ", this gradlab reads version " +
+                    std::to_string(kVersion) + "; save the model again with this gradlab");
+    if (raw_kind > 1) r.fail("unknown model kind " + std::to_string(raw_kind));
+    kind = static_cast<ModelKind>(raw_kind);
+    std::vector<ModelRecord> records;
+    for (std::uint32_t i = 0; i < count; ++i) records.push_back(read_record(r, i));
+    const std::size_t body = r.pos();
+    const std::uint8_t* end = r.take(8, "the end marker");
+    if (std::memcmp(end, kEnd, 8) != 0) r.fail("no end marker after the last record");
+    if (r.get<std::uint64_t>("the trailer's size") != body) r.fail("the trailer's size disagrees with the records");
+    if (r.get<std::uint32_t>("the file checksum") != crc32(bytes.data(), body)) r.fail("file checksum mismatch");
+    if (r.pos() != bytes.size()) r.fail(std::to_string(bytes.size() - r.pos()) + " unexpected bytes after the trailer");
+    return records;
+}
+
+ModelKind model_kind(const std::string& path) {
+    ModelKind kind;
+    load_records(path, kind);
+    return kind;
+}
+
+void save_float_model(const nn::Module& model, const std::string& path) {
+    std::vector<ModelRecord> records;
+    for (const auto& [name, p] : model.named_parameters()) {
+        check(p.dtype() == DType::Float32, "save model: parameter '" + name + "' is " + name_of(p.dtype()) + ", not float32");
+        records.push_back(record(name, RecordType::Float32, p.shape(), p.contiguous().to_vector<float>()));
+    }
+    save_records(path, ModelKind::Float, records);
+}
+
+void load_float_model(nn::Module& model, const std::string& path) {
+    ModelKind kind;
+    const std::vector<ModelRecord> records = load_records(path, kind);
+    check(kind == ModelKind::Float, "model file " + path + " holds an INT8 model; this needs a float model (train --save)");
+    const auto params = model.named_parameters();
+    check(records.size() == params.size(), "model file " + path + " has " + std::to_string(records.size()) +
+                                               " parameters, the model " + std::to_string(params.size()) +
+                                               "; was it saved from another architecture?");
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const auto& [name, p] = params[i];
+        const ModelRecord& r = records[i];
+        check(r.name == name && r.type == RecordType::Float32 && r.shape == p.shape(),
+              "model file " + path + ": record '" + r.name + "' " + shape_str(r.shape) + " does not fit parameter '" +
+                  name + "' " + shape_str(p.shape()));
+    }
+    const NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const std::vector<float> v = values<float>(records[i]);
+        std::memcpy(params[i].second.data<float>(), v.data(), v.size() * sizeof(float));
+    }
+}
+
+void save_quantized_model(const QuantizedMlp& model, const std::string& path) {
+    std::vector<ModelRecord> records;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const QuantizedLinear& L = model.layers[l];
+        const std::string p = std::to_string(l) + ".";
+        records.push_back(record(p + "weight", RecordType::Int8, {L.out, L.in}, L.weight, L.weight_params));
+        records.push_back(record(p + "bias", RecordType::Int32, {L.out}, L.bias));
+        records.push_back(record(p + "input", RecordType::Float32, {0}, std::vector<float>{}, {L.input}));
+        records.push_back(record(p + "output", RecordType::Float32, {0}, std::vector<float>{}, {L.output}));
+        records.push_back(record(p + "flags", RecordType::Int32, {2}, std::vector<std::int32_t>{L.relu, L.has_output}));
+    }
+    save_records(path, ModelKind::Int8, records);
+}
+
+QuantizedMlp load_quantized_model(const std::string& path) {
+    ModelKind kind;
+    const std::vector<ModelRecord> records = load_records(path, kind);
+    check(kind == ModelKind::Int8, "model file " + path + " holds a float model; quantize it first (gradlab quantize)");
+    check(!records.empty() && records.size() % 5 == 0, "model file " + path + ": an INT8 model has 5 records per layer");
+    QuantizedMlp model;
+    for (std::size_t i = 0; i < records.size(); i += 5) {
+        const std::string p = std::to_string(i / 5) + ".";
+        const ModelRecord &w = records[i], &b = records[i + 1], &in = records[i + 2], &out = records[i + 3],
+                          &flags = records[i + 4];
+        const bool ok = w.name == p + "weight" && w.type == RecordType::Int8 && w.shape.size() == 2 &&
+                        (w.qparams.size() == 1 || static_cast<std::int64_t>(w.qparams.size()) == w.shape[0]) &&
+                        b.name == p + "bias" && b.type == RecordType::Int32 && b.shape == std::vector<std::int64_t>{w.shape[0]} &&
+                        in.name == p + "input" && in.qparams.size() == 1 && out.name == p + "output" &&
+                        out.qparams.size() == 1 && flags.name == p + "flags" && flags.type == RecordType::Int32 &&
+                        flags.shape == std::vector<std::int64_t>{2};
+        check(ok, "model file " + path + ": layer " + std::to_string(i / 5) + "'s records are not a quantized Linear");
+        QuantizedLinear L;
+        L.out = w.shape[0];
+        L.in = w.shape[1];
+        L.weight = values<std::int8_t>(w);
+        L.weight_params = w.qparams;
+        L.bias = values<std::int32_t>(b);
+        L.input = in.qparams[0];
+        L.output = out.qparams[0];
+        const auto f = values<std::int32_t>(flags);
+        L.relu = f[0] != 0;
+        L.has_output = f[1] != 0;
+        for (const QParams& q : L.weight_params) check(q.scale > 0, "model file " + path + ": a weight scale is not positive");
+        check(L.input.scale > 0 && (!L.has_output || L.output.scale > 0), "model file " + path + ": a scale is not positive");
+        check(model.layers.empty() || model.layers.back().out == L.in,
+              "model file " + path + ": layer " + std::to_string(i / 5) + " does not take the previous layer's output");
+        model.layers.push_back(std::move(L));
+    }
+    return model;
+}
+
+}  // namespace gl::quant

@@ -1,0 +1,156 @@
+// Post-training quantization of a Linear/ReLU chain and its integer-only forward pass.
+#include "quant/quantized_mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/grad_mode.hpp"
+#include "base/error.hpp"
+#include "kernels/gemm_int8.hpp"
+#include "numerics/observer.hpp"
+#include "ops/ops.hpp"
+
+namespace gl::quant {
+
+std::vector<std::pair<nn::Linear*, bool>> linear_relu_chain(const nn::Sequential& model) {
+    std::vector<std::pair<nn::Linear*, bool>> chain;
+    for (std::size_t i = 0; i < model.size(); ++i) {
+        nn::Module& m = model.at(i);
+        if (auto* linear = dynamic_cast<nn::Linear*>(&m)) {
+            chain.emplace_back(linear, false);
+        } else if (dynamic_cast<const nn::ReLU*>(&m) && !chain.empty() && !chain.back().second) {
+            chain.back().second = true;
+        } else {
+            throw Error("quantize: module " + std::to_string(i) + " (" + m.describe() +
+                        ") is not a Linear or a ReLU after a Linear; only Linear/ReLU chains are quantized");
+        }
+    }
+    check(!chain.empty(), "quantize: the model has no Linear layer");
+    return chain;
+}
+
+QuantizedLinear quantize_linear(const Tensor& weight, const Tensor& bias, QParams input, bool relu, bool has_output, QParams output,
+                                bool per_channel) {
+    QuantizedLinear q;
+    check(weight.dim() == 2, "quantize_linear: expected a [out, in] weight, got " + shape_str(weight.shape()));
+    q.out = weight.shape()[0];
+    q.in = weight.shape()[1];
+    const std::vector<float> w = weight.contiguous().to_vector<float>();
+    MinMaxObserver weight_range(per_channel ? q.out : 1);
+    weight_range.observe(w.data(), static_cast<std::int64_t>(w.size()));
+    q.weight_params = weight_range.qparams(kInt8, QScheme::Symmetric);
+    q.weight.resize(w.size());
+    if (per_channel) quantize_per_channel(w.data(), q.out, q.in, q.weight_params, q.weight.data());
+    else quantize(w.data(), w.size(), q.weight_params[0], q.weight.data());
+    const std::vector<float> b = bias.defined() ? bias.contiguous().to_vector<float>() : std::vector<float>(q.out, 0.0f);
+    for (std::int64_t j = 0; j < q.out; ++j) {  // the bias joins the INT32 sums, so it takes their units
+        const double units = static_cast<double>(input.scale) * q.weight_param(j).scale;
+        q.bias.push_back(static_cast<std::int32_t>(std::clamp(round_half_even(b[j] / units), -2147483648.0, 2147483647.0)));
+    }
+    q.input = input;
+    q.relu = relu;
+    q.has_output = has_output;
+    q.output = output;
+    return q;
+}
+
+QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqOptions& options) {
+    const auto chain = linear_relu_chain(model);
+    const std::size_t n = std::min(options.calibration, data.size());
+    check(n > 0 && options.batch_size > 0, "quantize: needs at least one calibration example and a batch size");
+    // One observer per Linear input; a hidden layer's output is the next layer's input.
+    std::vector<std::unique_ptr<Observer>> observers;
+    for (std::size_t i = 0; i < chain.size(); ++i) observers.push_back(make_observer(options.observer, 1));
+    const NoGradGuard no_grad;
+    for (std::size_t first = 0; first < n; first += options.batch_size) {
+        std::vector<std::size_t> idx;
+        for (std::size_t i = first; i < std::min(n, first + options.batch_size); ++i) idx.push_back(i);
+        Tensor x = data.get_batch(idx).inputs;
+        x = reshape(x, {x.shape()[0], x.numel() / x.shape()[0]});
+        for (std::size_t l = 0; l < chain.size(); ++l) {
+            const std::vector<float> v = x.contiguous().to_vector<float>();
+            observers[l]->observe(v.data(), static_cast<std::int64_t>(v.size()));
+            x = chain[l].first->forward(x);
+            if (chain[l].second) x = relu(x);
+        }
+    }
+    QuantizedMlp q;
+    for (std::size_t l = 0; l < chain.size(); ++l) {
+        const QParams in = observers[l]->qparams(kUint8, QScheme::Asymmetric)[0];
+        const bool has_output = l + 1 < chain.size();
+        const QParams out = has_output ? observers[l + 1]->qparams(kUint8, QScheme::Asymmetric)[0] : QParams{};
+        q.layers.push_back(quantize_linear(chain[l].first->weight, chain[l].first->bias, in, chain[l].second, has_output, out, options.per_channel));
+    }
+    return q;
+}
+
+namespace {
+
+// One layer on u8 input [B, in]: INT8 GEMM with fused requantization to u8.
+std::vector<std::uint8_t> hidden_layer(const QuantizedLinear& L, const std::vector<std::uint8_t>& x, std::int64_t B) {
+    std::vector<quant::FixedPointMultiplier> m;
+    for (std::int64_t j = 0; j < L.out; ++j)
+        m.push_back(requantize_multiplier(L.input.scale, L.weight_param(j).scale, L.output.scale));
+    std::vector<std::uint8_t> y(static_cast<std::size_t>(B * L.out));
+    // A fused ReLU: nothing below real 0, i.e. below the output's zero point.
+    const QRange range{L.relu ? std::max(L.output.zero_point, kUint8.qmin) : kUint8.qmin, kUint8.qmax};
+    kernels::Int8Requant rq{L.bias.data(), m.data(), true, L.output.zero_point, range, y.data(), L.out};
+    kernels::Int8GemmArgs g{B, L.out, L.in, x.data(), L.in, L.input.zero_point, L.weight.data(), L.in, true, 0,
+                            nullptr, 0, &rq};
+    kernels::int8_gemm(g);
+    return y;
+}
+
+// The last layer: INT32 sums plus bias, dequantized to float logits (the output boundary).
+std::vector<float> last_layer(const QuantizedLinear& L, const std::vector<std::uint8_t>& x, std::int64_t B) {
+    std::vector<std::int32_t> acc(static_cast<std::size_t>(B * L.out));
+    kernels::Int8GemmArgs g{B, L.out, L.in, x.data(), L.in, L.input.zero_point, L.weight.data(), L.in, true, 0,
+                            acc.data(), L.out, nullptr};
+    kernels::int8_gemm(g);
+    std::vector<float> logits(acc.size());
+    for (std::int64_t i = 0; i < B; ++i)
+        for (std::int64_t j = 0; j < L.out; ++j) {
+            const float v = static_cast<float>(acc[i * L.out + j] + L.bias[j]) * (L.input.scale * L.weight_param(j).scale);
+            logits[i * L.out + j] = L.relu ? std::max(v, 0.0f) : v;
+        }
+    return logits;
+}
+
+}  // namespace
+
+Tensor QuantizedMlp::forward(const Tensor& x) const {
+    check(!layers.empty(), "QuantizedMlp: no layers");
+    check(x.dim() >= 2, "QuantizedMlp: expected input [batch, features...], got " + shape_str(x.shape()));
+    const std::int64_t B = x.shape()[0];
+    check(x.numel() == B * layers[0].in, "QuantizedMlp: expected " + std::to_string(layers[0].in) +
+                                              " input features, got " + shape_str(x.shape()));
+    const std::vector<float> xf = x.contiguous().to_vector<float>();
+    std::vector<std::uint8_t> h(xf.size());
+    quantize(xf.data(), xf.size(), layers[0].input, h.data());  // the input boundary: float -> u8, once
+    for (std::size_t l = 0; l + 1 < layers.size(); ++l) h = hidden_layer(layers[l], h, B);
+    return from_vector(last_layer(layers.back(), h, B), {B, layers.back().out});
+}
+
+double QuantizedMlp::accuracy(const Dataset& data, std::size_t batch_size) const {
+    check(data.size() > 0 && batch_size > 0, "QuantizedMlp::accuracy: empty data set or batch size 0");
+    std::size_t correct = 0;
+    for (std::size_t first = 0; first < data.size(); first += batch_size) {
+        std::vector<std::size_t> idx;
+        for (std::size_t i = first; i < std::min(data.size(), first + batch_size); ++i) idx.push_back(i);
+        const Batch b = data.get_batch(idx);
+        const std::vector<std::int32_t> pred = argmax(forward(b.inputs)).to_vector<std::int32_t>();
+        const std::vector<std::int32_t> truth = b.targets.to_vector<std::int32_t>();
+        for (std::size_t i = 0; i < pred.size(); ++i) correct += pred[i] == truth[i];
+    }
+    return static_cast<double>(correct) / static_cast<double>(data.size());
+}
+
+std::string QuantizedMlp::describe() const {
+    std::string s = "QuantizedMlp(";
+    for (std::size_t l = 0; l < layers.size(); ++l)
+        s += (l ? ", " : "") + std::to_string(layers[l].in) + " -> " + std::to_string(layers[l].out) +
+             (layers[l].weight_params.size() > 1 ? " per-channel" : " per-tensor") + (layers[l].relu ? " +ReLU" : "");
+    return s + ")";
+}
+
+}  // namespace gl::quant

@@ -1,0 +1,155 @@
+// INT8 GEMM kernels (u8 x s8 -> s32, and fused requantization to u8) against the naive
+// oracle, exactly: integer sums have one right answer. Shapes that are not multiples of
+// any tile or block, both layouts of B, zero points on either side, padded rows, one and
+// two threads. Paths this CPU cannot run (AMX on most machines) skip with a message.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "base/error.hpp"
+#include "kernels/gemm_int8.hpp"
+#include "numerics/quantize.hpp"
+#include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+namespace gl::kernels {
+namespace {
+
+struct Problem {
+    std::int64_t M, N, K;
+    bool trans_b;
+    std::int32_t za, zb;
+    std::int64_t pad;  // extra elements at the end of every row
+};
+
+template <class T>
+std::vector<T> random_bytes(std::size_t n, int lo, int hi, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<T> v(n);
+    for (auto& x : v) x = static_cast<T>(d(gen));
+    return v;
+}
+
+struct Operands {
+    std::vector<std::uint8_t> A;
+    std::vector<std::int8_t> B;
+    Int8GemmArgs args;
+};
+
+Operands operands(const Problem& p) {
+    Operands o;
+    const std::int64_t lda = p.K + p.pad, ldb = (p.trans_b ? p.K : p.N) + p.pad;
+    o.A = random_bytes<std::uint8_t>(static_cast<std::size_t>(std::max<std::int64_t>(p.M * lda, 1)), 0, 255, 1);
+    o.B = random_bytes<std::int8_t>(static_cast<std::size_t>(std::max<std::int64_t>((p.trans_b ? p.N : p.K) * ldb, 1)),
+                                    -128, 127, 2);
+    auto& g = o.args;
+    g.M = p.M;
+    g.N = p.N;
+    g.K = p.K;
+    g.A = o.A.data();
+    g.lda = lda;
+    g.a_zero_point = p.za;
+    g.B = o.B.data();
+    g.ldb = ldb;
+    g.trans_b = p.trans_b;
+    g.b_zero_point = p.zb;
+    g.ldc = p.N + p.pad;
+    return o;
+}
+
+std::vector<Problem> problems() {
+    return {{1, 1, 1, true, 0, 0, 0},        {13, 37, 50, true, 7, 0, 0},      {13, 37, 50, false, 255, -3, 3},
+            {100, 70, 129, true, 128, 0, 1}, {200, 600, 300, true, 3, 0, 0},   {97, 513, 67, false, 0, 5, 0},
+            {64, 10, 128, true, 0, 0, 0},    {5, 3, 0, true, 9, 2, 0},         {0, 4, 4, true, 0, 0, 0},
+            {37, 70, 1100, true, 5, -2, 1},  {30, 40, 1030, false, 200, 0, 0}};
+}
+
+class Int8Gemm : public ::testing::TestWithParam<std::string> {
+protected:
+    const Int8GemmKernel& kernel() {
+        const Int8GemmKernel& k = find_int8_gemm(GetParam());
+        if (!k.available()) skip_ = "this CPU lacks " + k.needs + " (see `gradlab info`); " + k.name + " not run";
+        return k;
+    }
+    std::string skip_;
+};
+
+TEST_P(Int8Gemm, Int32OutputMatchesTheOracle) {
+    const Int8GemmKernel& k = kernel();
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (const Problem& p : problems()) {
+            Operands o = operands(p);
+            std::vector<std::int32_t> got(static_cast<std::size_t>(std::max<std::int64_t>(p.M * o.args.ldc, 1)), -7);
+            std::vector<std::int32_t> want = got;
+            o.args.C = got.data();
+            run_int8_gemm(k, o.args);
+            o.args.C = want.data();
+            find_int8_gemm("int8_naive").fn(o.args);
+            ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K << " trans_b " << p.trans_b
+                                 << " za " << p.za << " zb " << p.zb << " threads " << threads;
+        }
+    }
+    set_num_threads(1);
+}
+
+TEST_P(Int8Gemm, FusedRequantizationMatchesTheOracle) {
+    const Int8GemmKernel& k = kernel();
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (k.peer) GTEST_SKIP() << k.name << " writes INT32 only";
+    for (bool per_column : {false, true}) {
+        for (const Problem& p : problems()) {
+            Operands o = operands(p);
+            std::vector<std::int32_t> bias = random_bytes<std::int32_t>(static_cast<std::size_t>(p.N) + 1, -5000, 5000, 3);
+            std::vector<quant::FixedPointMultiplier> m;
+            for (std::int64_t j = 0; j < (per_column ? p.N : 1); ++j)
+                m.push_back(quant::to_fixed_point(0.0005 * (1.0 + 0.37 * static_cast<double>(j % 11))));
+            const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(p.M * p.N, 1));
+            std::vector<std::uint8_t> got(n, 7), want(n, 7);
+            Int8Requant rq{bias.data(), m.data(), per_column, 20, {20, 255}, got.data(), p.N};  // ReLU fused: qmin = zp
+            o.args.requant = &rq;
+            run_int8_gemm(k, o.args);
+            rq.out = want.data();
+            find_int8_gemm("int8_naive").fn(o.args);
+            ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K << " per column " << per_column;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Int8Gemm, ::testing::ValuesIn([] {
+                             std::vector<std::string> names;
+                             for (const auto& k : int8_gemm_kernels())
+                                 if (k.name != "int8_naive") names.push_back(k.name);
+                             return names;
+                         }()),
+                         [](const auto& info) { return info.param; });
+
+// The oracle itself against sums in 64-bit integers written out here.
+TEST(Int8GemmOracle, MatchesWideSums) {
+    Operands o = operands({7, 5, 33, false, 100, -7, 0});
+    std::vector<std::int32_t> c(35);
+    o.args.C = c.data();
+    find_int8_gemm("int8_naive").fn(o.args);
+    for (std::int64_t i = 0; i < 7; ++i)
+        for (std::int64_t j = 0; j < 5; ++j) {
+            std::int64_t s = 0;
+            for (std::int64_t k = 0; k < 33; ++k) s += (o.A[i * 33 + k] - 100LL) * (o.B[k * 5 + j] + 7LL);
+            EXPECT_EQ(c[i * 5 + j], s);
+        }
+}
+
+TEST(Int8GemmDispatch, PicksTheMostCapablePathThisCpuHas) {
+    const auto& f = sys::cpu_info().features;
+    const std::string best = best_int8_gemm().name;
+    if (f.amx_tile && f.amx_int8) EXPECT_EQ(best, "int8_amx");
+    else if (f.avx512_vnni && f.avx512bw) EXPECT_EQ(best, "int8_vnni");
+    else EXPECT_EQ(best, "int8_portable");
+    EXPECT_FALSE(best_int8_gemm().peer);
+    EXPECT_THROW(find_int8_gemm("int8_magic"), Error);
+}
+
+}  // namespace
+}  // namespace gl::kernels
