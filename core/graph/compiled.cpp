@@ -9,6 +9,7 @@ namespace gl::graph {
 std::unique_ptr<Executor> compile(Graph g, const CompileOptions& options) {
     optimize(g, options.fuse);
     MemoryPlan plan = options.plan ? plan_memory(g) : plan_without_reuse(g);
+    check_plan(g, plan);
     return std::make_unique<Executor>(std::move(g), std::move(plan));
 }
 

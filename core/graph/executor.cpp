@@ -60,11 +60,26 @@ void cross_entropy_grad(const float* lp, const std::int32_t* t, const float* g, 
             dx[r * cols + j] = (std::exp(lp[r * cols + j]) - (j == t[r] ? 1.0f : 0.0f)) * scale;
 }
 
+// Every value a node defines has bytes in the arena (or is an update, in its target's).
+// Whether live values overlap is check_plan's question (compile() asks it).
+void check_covers(const Graph& g, const MemoryPlan& plan) {
+    check(plan.offset.size() == g.values.size() && plan.arena_bytes >= 0 && plan.arena_bytes % 4 == 0,
+          "executor: the memory plan does not fit the graph (one offset per value, an arena of whole floats)");
+    for (const Node& n : g.nodes)
+        for (int id : n.outputs) {
+            const Value& v = g.values[static_cast<std::size_t>(id)];
+            if (v.updates >= 0) continue;
+            const std::int64_t offset = plan.offset[static_cast<std::size_t>(id)];
+            check(offset >= 0 && offset % 4 == 0 && offset + g.bytes_of(id) <= plan.arena_bytes,
+                  "executor: the memory plan gives " + v.name + " no place in the arena");
+        }
+}
+
 }  // namespace
 
 Executor::Executor(Graph g, MemoryPlan plan) : graph_(std::move(g)), plan_(std::move(plan)) {
     verify(graph_);
-    check_plan(graph_, plan_);
+    check_covers(graph_, plan_);
     arena_.assign(static_cast<std::size_t>(plan_.arena_bytes / 4), 0.0f);
     ptr_.assign(graph_.values.size(), nullptr);
     bound_.assign(graph_.values.size(), Tensor());

@@ -31,8 +31,10 @@ struct ExecStats {
 /// A graph ready to run: plan laid out, constants and bound tensors in place.
 class Executor {
 public:
-    /// Takes @p g (verified) and @p plan (checked); allocates the arena and the scratch
-    /// space of the element-wise loops. Parameters and state use their bound tensors.
+    /// Takes @p g (verified here) and @p plan (every value a node defines must have a
+    /// place in the arena; that live values do not overlap is check_plan's job, which
+    /// compile() runs); allocates the arena and the scratch space of the element-wise
+    /// loops. Parameters and state use their bound tensors.
     Executor(Graph g, MemoryPlan plan);
 
     /// Binds the Input called @p name to @p t (same shape and dtype; kept alive by the

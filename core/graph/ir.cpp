@@ -95,8 +95,23 @@ std::vector<std::pair<Shape, DType>> infer_shapes(const Graph& g, const Node& n)
         return {{elementwise_shape(g, n.inputs, n.op), f32}};
     }
     if (n.op == "fused_elementwise") {
-        check(!n.program.empty() && n.output_registers.size() == n.outputs.size(),
-              "fused_elementwise: needs a program and one register per output");
+        check(!n.program.empty() && !n.outputs.empty() && n.output_registers.size() == n.outputs.size(),
+              "fused_elementwise: needs a program, an output, and one register per output");
+        // Step k may read the inputs' registers and those of the steps before it.
+        const auto n_inputs = static_cast<int>(n.inputs.size());
+        for (std::size_t k = 0; k < n.program.size(); ++k) {
+            const FusedStep& s = n.program[k];
+            check(is_elementwise(s.op) && static_cast<int>(s.args.size()) == arity(s.op),
+                  "fused_elementwise: step " + std::to_string(k) + " (" + s.op + ") is not an element-wise op with " +
+                      "its number of arguments");
+            for (int r : s.args)
+                check(r >= 0 && r < n_inputs + static_cast<int>(k),
+                      "fused_elementwise: step " + std::to_string(k) + " reads register " + std::to_string(r) +
+                          ", which is not defined before it");
+        }
+        for (int r : n.output_registers)
+            check(r >= 0 && r < n_inputs + static_cast<int>(n.program.size()),
+                  "fused_elementwise: an output takes register " + std::to_string(r) + ", which does not exist");
         for (int id : n.inputs)
             check(is_suffix(g.values[static_cast<std::size_t>(id)].shape, n.shape),
                   "fused_elementwise: input " + value_ref(g, id) + " does not broadcast to " + shape_str(n.shape));

@@ -198,7 +198,7 @@ int fuse_elementwise(Graph& g) {
             fused.outputs.push_back(out);
             fused.output_registers.push_back(reg.at(out));
         }
-        result.push_back(fused);
+        if (!fused.outputs.empty()) result.push_back(fused);  // else the whole chain was dead
     }
     g.nodes = std::move(result);
     return static_cast<int>(g.nodes.size());

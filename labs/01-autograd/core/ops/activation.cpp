@@ -4,6 +4,7 @@
 #include "autograd/node.hpp"
 #include "ops/broadcast.hpp"
 #include "kernels/cpu/elementwise.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -24,6 +25,7 @@ struct ReluBackward final : Node {
 }  // namespace
 
 Tensor relu(const Tensor& a) {
+    const OpTrace trace("relu");
     Tensor out;
     if (a.dtype() == DType::Float32 && a.is_contiguous()) {  // the bandwidth-bound kernel
         out = empty(a.shape(), a.dtype());
@@ -38,7 +40,7 @@ Tensor relu(const Tensor& a) {
         node->output = save_for_backward(out);
         record(out, node, {a});
     }
-    return out;
+    return trace.done({a}, out);
 }
 
 }  // namespace gl

@@ -10,6 +10,7 @@
 
 #include "autograd/node.hpp"
 #include "kernels/cpu/elementwise.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -68,6 +69,7 @@ struct CrossEntropyBackward final : Node {
 }  // namespace
 
 Tensor log_softmax(const Tensor& x) {
+    const OpTrace trace("log_softmax");
     check_2d(x, "log_softmax");
     const Tensor xc = x.contiguous();
     Tensor out = empty(x.shape(), x.dtype());
@@ -79,10 +81,11 @@ Tensor log_softmax(const Tensor& x) {
         node->output = save_for_backward(out);
         record(out, node, {x});
     }
-    return out;
+    return trace.done({x}, out);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+    const OpTrace trace("cross_entropy");
     check_2d(logits, "cross_entropy");
     check(targets.dtype() == DType::Int32 && targets.dim() == 1 &&
               targets.shape()[0] == logits.shape()[0],
@@ -112,7 +115,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
         node->targets = save_for_backward(tc);
         record(loss, node, {logits, targets});
     }
-    return loss;
+    return trace.done({logits, targets}, loss);
 }
 
 }  // namespace gl
