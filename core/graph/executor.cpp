@@ -98,13 +98,11 @@ Executor::Executor(Graph g, MemoryPlan plan) : graph_(std::move(g)), plan_(std::
     }
     for (std::size_t id = 0; id < graph_.values.size(); ++id)  // updates write into their targets
         if (graph_.values[id].updates >= 0) ptr_[id] = ptr_[static_cast<std::size_t>(graph_.values[id].updates)];
-    std::size_t registers = 0;
     for (const Node& n : graph_.nodes) {
         const bool loop = is_elementwise(n.op) || n.op == "fused_elementwise";
         loops_.push_back(loop ? compile_loop(graph_, n) : FusedLoop{});
-        registers = std::max(registers, loops_.back().inputs.size() + loops_.back().steps.size());
+        if (loop) scratch_.fit(loops_.back());
     }
-    scratch_.assign(registers * static_cast<std::size_t>(kChunk), 0.0f);
     gemm_ = kernels::default_gemm().sgemm;
 }
 
@@ -161,7 +159,7 @@ void Executor::launch(std::size_t node) {
     if (!loop.steps.empty()) {
         for (std::size_t k = 0; k < n.inputs.size(); ++k) loop.inputs[k] = f32(n.inputs[k]);
         for (std::size_t k = 0; k < n.outputs.size(); ++k) loop.outputs[k] = f32(n.outputs[k]);
-        run_fused_loop(loop, scratch_.data());
+        run_fused_loop(loop, scratch_);
         return;
     }
     const auto shape = [&](int id) -> const Shape& { return graph_.values[static_cast<std::size_t>(id)].shape; };

@@ -73,7 +73,7 @@ private:
     MemoryPlan plan_;
     std::vector<float> arena_;         // the planned temporaries
     std::vector<float> scalars_;       // one float per scalar Input
-    std::vector<float> scratch_;       // registers of the element-wise loops
+    LoopScratch scratch_;              // registers of the element-wise loops
     std::vector<Tensor> bound_;        // keeps bound inputs alive
     std::vector<void*> ptr_;           // where each value's bytes are
     std::vector<FusedLoop> loops_;     // per node: its compiled loop (element-wise nodes)

@@ -22,13 +22,18 @@ void apply(EwOp op, const float* a, const float* b, float* dst, std::int64_t n) 
     }
 }
 
-// Copies elements [start, start + n) of a broadcast input into a register.
-void load(const float* src, std::int64_t src_numel, std::int64_t start, std::int64_t n, float* reg) {
+// Copies elements [start, start + n) of a broadcast input (element e reads src[e % numel])
+// into a register, stepping the index instead of dividing for every element.
+void load_broadcast(const float* src, std::int64_t src_numel, std::int64_t start, std::int64_t n, float* reg) {
     if (src_numel == 1) {
         std::fill(reg, reg + n, src[0]);
         return;
     }
-    for (std::int64_t j = 0; j < n; ++j) reg[j] = src[(start + j) % src_numel];
+    std::int64_t k = start % src_numel;
+    for (std::int64_t j = 0; j < n; ++j) {
+        reg[j] = src[k];
+        if (++k == src_numel) k = 0;
+    }
 }
 
 }  // namespace
@@ -45,24 +50,42 @@ EwOp ew_op(const std::string& op) {
     throw Error("graph: '" + op + "' is not an element-wise op");
 }
 
-void run_fused_loop(const FusedLoop& loop, float* scratch) {
+void run_fused_loop(const FusedLoop& loop, LoopScratch& scratch) {
     const auto n_inputs = static_cast<std::int64_t>(loop.inputs.size());
-    const auto reg = [&](int r) { return scratch + r * kChunk; };
+    // Where each register's chunk is: an input of the loop's shape is read where it lies;
+    // a broadcast input and every step's result live in the scratch chunks.
+    const float** regs = scratch.where.data();
+    const auto slot = [&](std::int64_t r) { return scratch.chunks.data() + r * kChunk; };
     for (std::int64_t start = 0; start < loop.numel; start += kChunk) {
         const std::int64_t n = std::min(kChunk, loop.numel - start);
         // Read every input once, from memory into the chunk's registers...
-        for (std::int64_t i = 0; i < n_inputs; ++i)
-            load(loop.inputs[static_cast<std::size_t>(i)], loop.input_numel[static_cast<std::size_t>(i)], start, n,
-                 reg(static_cast<int>(i)));
+        for (std::int64_t i = 0; i < n_inputs; ++i) {
+            const float* src = loop.inputs[static_cast<std::size_t>(i)];
+            const std::int64_t numel = loop.input_numel[static_cast<std::size_t>(i)];
+            if (numel == loop.numel) {
+                regs[i] = src + start;
+            } else {
+                load_broadcast(src, numel, start, n, slot(i));
+                regs[i] = slot(i);
+            }
+        }
         // ...compute the whole chain in cache...
         for (std::size_t k = 0; k < loop.steps.size(); ++k) {
             const EwStep& s = loop.steps[k];
-            apply(s.op, reg(s.a), reg(s.b), reg(static_cast<int>(n_inputs + static_cast<std::int64_t>(k))), n);
+            const std::int64_t dst = n_inputs + static_cast<std::int64_t>(k);
+            apply(s.op, regs[s.a], regs[s.b], slot(dst), n);
+            regs[dst] = slot(dst);
         }
-        // ...and write each output once.
+        // ...and write each output once (after every read of the chunk: in place is safe).
         for (std::size_t o = 0; o < loop.outputs.size(); ++o)
-            std::copy(reg(loop.output_registers[o]), reg(loop.output_registers[o]) + n, loop.outputs[o] + start);
+            std::copy(regs[loop.output_registers[o]], regs[loop.output_registers[o]] + n, loop.outputs[o] + start);
     }
+}
+
+void LoopScratch::fit(const FusedLoop& loop) {
+    const std::size_t registers = loop.inputs.size() + loop.steps.size();
+    if (where.size() < registers) where.resize(registers);
+    if (chunks.size() < registers * static_cast<std::size_t>(kChunk)) chunks.resize(registers * static_cast<std::size_t>(kChunk));
 }
 
 std::vector<FusedStep> single_step_program(const std::string& op, int n_inputs) {

@@ -41,10 +41,19 @@ struct FusedLoop {
 /// Elements handled per chunk: the registers of a chunk stay in L1 cache.
 inline constexpr std::int64_t kChunk = 256;
 
-/// Runs @p loop over all its elements. @p scratch must hold (inputs + steps) * kChunk
-/// floats (allocate it once; the loop itself allocates nothing). An output may be the
-/// same memory as an input (an in-place update): each element is read before written.
-void run_fused_loop(const FusedLoop& loop, float* scratch);
+/// The working space of run_fused_loop: a chunk per register and where each register's
+/// chunk is. Size it once (fit) for the largest loop; running allocates nothing.
+struct LoopScratch {
+    std::vector<float> chunks;        ///< kChunk floats per register
+    std::vector<const float*> where;  ///< per register: its chunk (in chunks, or an input)
+    /// Grows the space to hold @p loop's registers.
+    void fit(const FusedLoop& loop);
+};
+
+/// Runs @p loop over all its elements in chunks of kChunk; @p scratch must fit it. An
+/// output may be the same memory as an input (an in-place update): each chunk is read
+/// before it is written.
+void run_fused_loop(const FusedLoop& loop, LoopScratch& scratch);
 
 /// The program of one unfused element-wise @p op over @p n_inputs inputs.
 std::vector<FusedStep> single_step_program(const std::string& op, int n_inputs);
