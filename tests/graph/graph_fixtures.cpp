@@ -45,6 +45,12 @@ std::vector<double> train_eager(nn::Module& model, const AdamSettings& adam, int
     return losses;
 }
 
+int count_ops(const Graph& g, const std::string& op) {
+    int n = 0;
+    for (const Node& node : g.nodes) n += node.op == op;
+    return n;
+}
+
 double max_parameter_difference(nn::Module& a, nn::Module& b) {
     const std::vector<Tensor> pa = a.parameters(), pb = b.parameters();
     double worst = 0.0;

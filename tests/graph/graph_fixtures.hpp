@@ -31,6 +31,9 @@ std::shared_ptr<nn::Sequential> simple_net(std::uint64_t seed, std::int64_t in =
 std::vector<double> train_eager(nn::Module& model, const AdamSettings& adam, int steps, std::int64_t rows,
                                 std::int64_t features, std::int64_t classes, std::uint64_t seed);
 
+/// How many nodes of @p g run @p op.
+int count_ops(const Graph& g, const std::string& op);
+
 /// The largest |a - b| over two models' parameters (same architecture).
 double max_parameter_difference(nn::Module& a, nn::Module& b);
 

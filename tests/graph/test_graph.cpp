@@ -20,14 +20,9 @@ namespace gl::graph {
 namespace {
 
 using fixtures::add_input;
+using fixtures::count_ops;
 using fixtures::random_batch;
 using fixtures::simple_net;
-
-int count_ops(const Graph& g, const std::string& op) {
-    int n = 0;
-    for (const Node& node : g.nodes) n += node.op == op;
-    return n;
-}
 
 double max_difference(const Tensor& a, const Tensor& b) {
     EXPECT_EQ(a.shape(), b.shape());

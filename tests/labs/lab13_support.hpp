@@ -101,11 +101,7 @@ inline Graph with_nodes(Graph g, const Nodes& nodes) {
     return g;
 }
 
-inline int count_ops(const Graph& g, const std::string& op) {
-    int n = 0;
-    for (const Node& node : g.nodes) n += node.op == op;
-    return n;
-}
+using fixtures::count_ops;
 
 /// Binds every Input of @p g to numbers from @p seed (int32 inputs to 0) and runs it.
 inline std::vector<std::vector<float>> run_with_random_inputs(const Graph& g, std::uint64_t seed) {
