@@ -71,8 +71,9 @@ int fold_constants(Graph& g) {
         loop.steps = {{op, 0, n.inputs.size() > 1 ? 1 : 0}};
         loop.outputs = {out.data.data<float>()};
         loop.output_registers = {static_cast<int>(n.inputs.size())};
-        std::vector<float> scratch(static_cast<std::size_t>((n.inputs.size() + 1) * kChunk));
-        run_fused_loop(loop, scratch.data());
+        LoopScratch scratch;
+        scratch.fit(loop);
+        run_fused_loop(loop, scratch);
         ++folded;
     }
     g.nodes = std::move(kept);
