@@ -57,8 +57,8 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"JIT-1", "13", "capturing a static graph allows fusion, static memory planning and fewer launches"},
         {"DEPLOY-1", "13", "a captured graph exported (ONNX) with its weights runs ahead of time elsewhere with the "
                            "same outputs"},
-        {"TPU-1", "14", "a systolic array computes a matrix multiply with each operand fetched from memory once"},
-        {"ENERGY-1", "14", "accelerators win on work per joule: memory accesses, not multiply-adds, dominate energy"},
+        {"TPU-1", "14", ""},
+        {"ENERGY-1", "14", ""},
         {"ASYNC-1", "15", "CUDA streams overlap copies and compute; non_blocking copies"},
         {"CHOICE-1", "15", "CPU is fine for small models and data, GPU wins for large ones: there is a crossover size"},
         {"DEV-1", "15", "keep the model and the data on one device: each host<->device copy and each sync in a step "

@@ -1,5 +1,6 @@
 #include "autograd/accumulate.hpp"
 
+#include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 
 namespace gl {
@@ -10,6 +11,11 @@ void add_(const Tensor& self, const Tensor& other, double alpha) {
     check(self.is_contiguous(), "add_: the destination must be contiguous");
     check(self.dtype() == other.dtype(), "add_: operands have different dtypes (" + name_of(self.dtype()) +
                                              " and " + name_of(other.dtype()) + "); convert one with to_dtype");
+    check_same_device("add_", {&self, &other}, {"self", "other"});
+    if (device::on_device(self)) {
+        device::axpy_(self, other, alpha);
+        return;
+    }
     const Tensor src = other.is_contiguous() ? other : other.clone();
     if (self.dtype() == DType::Float32) {
         kernels::axpy(static_cast<float>(alpha), src.data<float>(), self.data<float>(), self.numel());

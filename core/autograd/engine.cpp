@@ -42,7 +42,7 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
         check(root.numel() == 1, "backward(): the tensor has shape " + shape_str(root.shape()) +
                                      "; only a scalar gets an implicit gradient of 1, so pass "
                                      "a gradient of the same shape");
-        seed = ones(root.shape(), root.dtype());
+        seed = ones(root.shape(), root.dtype(), root.device());
     }
     check(seed.shape() == root.shape(), "backward(): gradient shape " + shape_str(seed.shape()) +
                                             " differs from the tensor's " + shape_str(root.shape()));

@@ -26,6 +26,11 @@ std::int64_t Module::parameter_count() const {
     return n;
 }
 
+void Module::to(Device device) {
+    for (Tensor& p : parameters())
+        if (p.device() != device) p.set_data(p.to(device));
+}
+
 void Module::train(bool on) {
     training_ = on;
     for (auto& [name, child] : children_) child->train(on);

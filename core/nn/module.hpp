@@ -32,6 +32,11 @@ public:
     std::vector<std::pair<std::string, Tensor>> named_parameters() const;
     /// Total number of parameter elements.
     std::int64_t parameter_count() const;
+    /// Moves every parameter to @p device, in place (torch's `model.to(device)`): each
+    /// parameter keeps its identity (optimizers and hooks that hold it still do), its
+    /// gradient is cleared. Move an optimizer's state with Optimizer::to, or build the
+    /// optimizer after the move (its state is created where the parameters are).
+    void to(Device device);
     /// Switches training mode (for layers that behave differently in evaluation).
     void train(bool on = true);
     /// True in training mode (the default).

@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 
 namespace gl {
@@ -34,6 +35,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& target) {
 
 Tensor sum_dims(const Tensor& t, const std::vector<bool>& reduce) {
     check(reduce.size() == t.shape().size(), "sum_dims: one flag per dimension is needed");
+    if (device::on_device(t)) return device::sum_dims(t, reduce);
     Shape out_shape = t.shape();
     for (std::size_t d = 0; d < reduce.size(); ++d)
         if (reduce[d]) out_shape[d] = 1;

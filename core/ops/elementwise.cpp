@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "ops/broadcast.hpp"
 #include "ops/op_trace.hpp"
@@ -18,6 +19,7 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
     check(a.dtype() == b.dtype(), std::string(op) + ": operands have different dtypes (" +
                                       name_of(a.dtype()) + " and " + name_of(b.dtype()) +
                                       "); convert one with to_dtype");
+    check_same_device(op, {&a, &b}, {"a", "b"});
 }
 
 struct AddBackward final : Node {
@@ -71,6 +73,11 @@ Tensor add_float32(const Tensor& a, const Tensor& b) {
     return out;
 }
 
+// The same ops on a device tensor: one broadcast kernel (device/device_ops.hpp).
+Tensor binary_on_device(kernels::BinaryOp op, const Tensor& a, const Tensor& b) {
+    return device::binary(op, a, b, broadcast_shapes(a.shape(), b.shape()));
+}
+
 }  // namespace
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
@@ -96,7 +103,7 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 Tensor add(const Tensor& a, const Tensor& b) {
     const OpTrace trace("add");
     check_same_dtype(a, b, "add");
-    Tensor out = add_float32(a, b);
+    Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::add, a, b) : add_float32(a, b);
     if (!out.defined())
         out = dispatch_floating(a.dtype(), "add", [&]<class T>() {
             return binary_broadcast<T>(a, b, [](T x, T y) { return x + y; });
@@ -113,9 +120,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
     const OpTrace trace("sub");
     check_same_dtype(a, b, "sub");
-    Tensor out = dispatch_floating(a.dtype(), "sub", [&]<class T>() {
-        return binary_broadcast<T>(a, b, [](T x, T y) { return x - y; });
-    });
+    Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::sub, a, b)
+                                      : dispatch_floating(a.dtype(), "sub", [&]<class T>() {
+                                            return binary_broadcast<T>(a, b, [](T x, T y) { return x - y; });
+                                        });
     if (should_record({a, b})) {
         auto node = std::make_shared<SubBackward>();
         node->a_shape = a.shape();
@@ -128,9 +136,10 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
     const OpTrace trace("mul");
     check_same_dtype(a, b, "mul");
-    Tensor out = dispatch_floating(a.dtype(), "mul", [&]<class T>() {
-        return binary_broadcast<T>(a, b, [](T x, T y) { return x * y; });
-    });
+    Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::mul, a, b)
+                                      : dispatch_floating(a.dtype(), "mul", [&]<class T>() {
+                                            return binary_broadcast<T>(a, b, [](T x, T y) { return x * y; });
+                                        });
     if (should_record({a, b})) {
         auto node = std::make_shared<MulBackward>();
         node->a = save_for_backward(a);
@@ -142,7 +151,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, double s) {
     const OpTrace trace("mul");
-    Tensor out = dispatch_floating(a.dtype(), "mul", [&]<class T>() {
+    Tensor out = device::on_device(a) ? device::scale(a, s) : dispatch_floating(a.dtype(), "mul", [&]<class T>() {
         const T factor = static_cast<T>(s);
         return unary_map<T>(a, [factor](T x) { return x * factor; });
     });

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
@@ -43,6 +44,7 @@ struct LogSoftmaxBackward final : Node {
     Tensor output;  // log_softmax(x): exp(output) is softmax(x)
     std::string name() const override { return "LogSoftmaxBackward"; }
     std::vector<Tensor> backward(const Tensor& g) override {
+        if (device::on_device(g)) return {device::log_softmax_backward(output, g)};
         // LAB 01 BEGIN: log-softmax backward
         // y = log_softmax(x): dL/dx_j = g_j - softmax(x)_j * sum_k g_k, row by row.
         const Tensor gc = g.contiguous();
@@ -69,6 +71,7 @@ struct CrossEntropyBackward final : Node {
     Tensor targets;    // int32 [B]
     std::string name() const override { return "CrossEntropyBackward"; }
     std::vector<Tensor> backward(const Tensor& g) override {
+        if (device::on_device(g)) return {device::cross_entropy_backward(log_probs, targets, g), Tensor()};
         // LAB 01 BEGIN: cross-entropy backward
         // L = -(1/B) sum_i log_softmax(x_i)[t_i], so dL/dx_ij = (softmax(x_i)_j - [j == t_i]) / B,
         // times the incoming scalar gradient g.
@@ -90,16 +93,35 @@ struct CrossEntropyBackward final : Node {
     }
 };
 
+// The same on a device: the targets are not read on the host (that would wait for the
+// device every step); a target outside [0, C) makes the loss NaN instead.
+Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets) {
+    const Tensor log_probs = device::log_softmax(logits);
+    Tensor loss = device::nll_mean(log_probs, targets);
+    if (should_record({logits})) {
+        auto node = std::make_shared<CrossEntropyBackward>();
+        node->log_probs = save_for_backward(log_probs);
+        node->targets = save_for_backward(targets.contiguous());
+        record(loss, node, {logits, targets});
+    }
+    return loss;
+}
+
 }  // namespace
 
 Tensor log_softmax(const Tensor& x) {
     const OpTrace trace("log_softmax");
     check_2d(x, "log_softmax");
-    const Tensor xc = x.contiguous();
-    Tensor out = empty(x.shape(), x.dtype());
-    dispatch_floating(x.dtype(), "log_softmax", [&]<class T>() {
-        log_softmax_rows(xc.data<T>(), out.data<T>(), x.shape()[0], x.shape()[1]);
-    });
+    Tensor out;
+    if (device::on_device(x)) {
+        out = device::log_softmax(x);
+    } else {
+        const Tensor xc = x.contiguous();
+        out = empty(x.shape(), x.dtype());
+        dispatch_floating(x.dtype(), "log_softmax", [&]<class T>() {
+            log_softmax_rows(xc.data<T>(), out.data<T>(), x.shape()[0], x.shape()[1]);
+        });
+    }
     if (should_record({x})) {
         auto node = std::make_shared<LogSoftmaxBackward>();
         node->output = save_for_backward(out);
@@ -117,6 +139,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
               std::to_string(logits.shape()[0]) + "], got " + name_of(targets.dtype()) + " " +
               shape_str(targets.shape()));
     check(logits.shape()[0] > 0, "cross_entropy: the batch is empty");
+    check_same_device("cross_entropy", {&logits, &targets}, {"logits", "targets"});
+    if (device::on_device(logits)) return cross_entropy_on_device(logits, targets);
     const Tensor tc = targets.contiguous();
     const std::int64_t rows = logits.shape()[0], cols = logits.shape()[1];
     const std::int32_t* t = tc.data<std::int32_t>();

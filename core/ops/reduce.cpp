@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "ops/broadcast.hpp"
 #include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
@@ -78,6 +79,7 @@ Tensor mean(const Tensor& a) {
 
 Tensor argmax(const Tensor& a) {
     check(a.dim() >= 1 && a.size(-1) > 0, "argmax: needs a non-empty last dimension");
+    if (device::on_device(a)) return device::argmax(a);
     const Tensor c = a.contiguous();
     const std::int64_t cols = c.size(-1);
     const std::int64_t rows = c.numel() / cols;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "memory/memory_category.hpp"
 
@@ -20,6 +21,10 @@ void Optimizer::zero_grad() {
     for (auto& p : params_) p.set_grad(Tensor());
 }
 
+void Optimizer::to(Device device) {
+    for (Tensor* s : state()) *s = s->to(device);
+}
+
 void Optimizer::set_lr(double lr) {
     check(lr >= 0 && std::isfinite(lr), "optimizer: the learning rate must be a finite number >= 0");
     lr_ = lr;
@@ -30,13 +35,25 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
     set_lr(lr);
     check(momentum >= 0 && momentum < 1, "SGD: momentum must be in [0, 1)");
     memory::MemoryCategoryScope state_bytes(memory::MemoryCategory::OptimizerState);
-    for (const auto& p : params_) velocity_.push_back(zeros(p.shape(), p.dtype()));
+    for (const auto& p : params_) velocity_.push_back(zeros(p.shape(), p.dtype(), p.device()));
+}
+
+std::vector<Tensor*> SGD::state() {
+    std::vector<Tensor*> out;
+    for (auto& v : velocity_) out.push_back(&v);
+    return out;
 }
 
 void SGD::step() {
     for (std::size_t i = 0; i < params_.size(); ++i) {
         if (!params_[i].grad().defined()) continue;
         const Tensor g = params_[i].grad().contiguous();
+        if (device::on_device(params_[i])) {  // the same update, a kernel on the parameter's device
+            check_same_device("SGD", {&params_[i], &velocity_[i]}, {"the parameter", "its momentum"});
+            device::sgd_step(params_[i], g, velocity_[i], static_cast<float>(lr_), static_cast<float>(momentum_),
+                             static_cast<float>(weight_decay_));
+            continue;
+        }
         if (params_[i].dtype() == DType::Float32) {  // the bandwidth-bound kernel
             kernels::sgd_step(params_[i].data<float>(), g.data<float>(), velocity_[i].data<float>(),
                               params_[i].numel(), static_cast<float>(lr_), static_cast<float>(momentum_),
@@ -66,9 +83,16 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
     check(eps > 0, "Adam: eps must be positive");
     memory::MemoryCategoryScope state_bytes(memory::MemoryCategory::OptimizerState);
     for (const auto& p : params_) {
-        m_.push_back(zeros(p.shape(), p.dtype()));
-        v_.push_back(zeros(p.shape(), p.dtype()));
+        m_.push_back(zeros(p.shape(), p.dtype(), p.device()));
+        v_.push_back(zeros(p.shape(), p.dtype(), p.device()));
     }
+}
+
+std::vector<Tensor*> Adam::state() {
+    std::vector<Tensor*> out;
+    for (auto& m : m_) out.push_back(&m);
+    for (auto& v : v_) out.push_back(&v);
+    return out;
 }
 
 void Adam::step() {
@@ -87,6 +111,11 @@ void Adam::step() {
             s.inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
             s.eps = static_cast<float>(eps_);
             s.wd = static_cast<float>(weight_decay_);
+            if (device::on_device(params_[i])) {  // the same update, a kernel on the parameter's device
+                check_same_device("Adam", {&params_[i], &m_[i]}, {"the parameter", "its first moment"});
+                device::adam_step(params_[i], g, m_[i], v_[i], s);
+                continue;
+            }
             kernels::adam_step(params_[i].data<float>(), g.data<float>(), m_[i].data<float>(), v_[i].data<float>(),
                                params_[i].numel(), s);
             continue;

@@ -27,8 +27,13 @@ public:
     void set_lr(double lr);
     /// The parameters being optimized.
     const std::vector<Tensor>& params() const { return params_; }
+    /// Moves the optimizer's state (momentum, moments) to @p device, in place, so that it
+    /// lives with parameters moved by Module::to (torch keeps state with its parameter).
+    void to(Device device);
 
 protected:
+    /// The state tensors to move with to(); none by default.
+    virtual std::vector<Tensor*> state() { return {}; }
     std::vector<Tensor> params_;  ///< the parameters, in order
     double lr_ = 0.0;             ///< learning rate
 };
@@ -43,6 +48,7 @@ public:
     void step() override;
 
 private:
+    std::vector<Tensor*> state() override;
     double momentum_, weight_decay_;
     std::vector<Tensor> velocity_;
 };
@@ -58,6 +64,7 @@ public:
     void step() override;
 
 private:
+    std::vector<Tensor*> state() override;
     double beta1_, beta2_, eps_, weight_decay_;
     std::int64_t steps_ = 0;
     std::vector<Tensor> m_, v_;

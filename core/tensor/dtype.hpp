@@ -16,17 +16,32 @@ namespace gl {
 bool is_differentiable(DType dtype);
 
 /// Where a tensor's storage lives.
-enum class DeviceKind : std::uint8_t { CPU, CUDA };
+enum class DeviceKind : std::uint8_t {
+    CPU,      ///< host memory, CPU kernels (kernels/cpu/)
+    CUDA,     ///< a GPU's memory, the CUDA kernels compiled by nvcc
+    CudaCpu,  ///< the CUDA-on-CPU runtime's "device" memory, the same CUDA kernels run there
+};
 
-/// A device: a kind and, for CUDA, the device ordinal.
+/// A device: a kind and, for CUDA, the device ordinal (like torch.device).
 struct Device {
-    DeviceKind kind = DeviceKind::CPU;  ///< CPU or CUDA
-    int index = 0;                      ///< CUDA ordinal; 0 for the CPU
+    DeviceKind kind = DeviceKind::CPU;  ///< CPU, CUDA or the CPU runtime
+    int index = 0;                      ///< CUDA ordinal; 0 otherwise
     /// Devices compare equal when kind and index match.
     bool operator==(const Device&) const = default;
-    /// "cpu" or "cuda:N".
+    /// True for host memory (CPU kernels); false for both CUDA runtimes.
+    bool is_cpu() const { return kind == DeviceKind::CPU; }
+    /// "cpu", "cuda:N" or "cuda_cpu".
     std::string str() const;
 };
+
+/// The CPU.
+inline constexpr Device kCpu{DeviceKind::CPU, 0};
+/// The CUDA kernels on the CPU runtime (named like the GEMM registry's "cuda_cpu" kernel).
+inline constexpr Device kCudaCpu{DeviceKind::CudaCpu, 0};
+
+/// "cpu", "cuda" (= "cuda:0"), "cuda:N" or "cuda_cpu" as a Device; throws gl::Error
+/// naming the choices for anything else. Says nothing about whether the device is present.
+Device parse_device(const std::string& name);
 
 /// Calls `fn.template operator()<T>()` with T = float or double according to @p dtype,
 /// and throws a clear error for the other types. Ops use it to write one templated body.

@@ -62,6 +62,14 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::raw_data() const {
+    if (!device().is_cpu())
+        throw Error("this tensor lives on " + device().str() +
+                    ", and CPU code cannot read device memory; copy it with .cpu() first, or run the "
+                    "op on the device (device/device_ops.hpp)");
+    return raw_data_ptr();
+}
+
+void* Tensor::raw_data_ptr() const {
     auto* base = static_cast<char*>(impl().storage->data());
     return base ? base + impl().offset * static_cast<std::int64_t>(size_of(dtype())) : nullptr;
 }
@@ -148,6 +156,7 @@ void for_each_offset(const Tensor& t, const std::function<void(std::int64_t, std
 double Tensor::item() const {
     check(numel() == 1, "item(): the tensor has " + std::to_string(numel()) +
                             " elements; item() needs exactly one (reduce it first, e.g. with sum)");
+    if (!device().is_cpu()) return cpu().item();  // a copy to the host: the device syncs
     return load_as_double(raw_data(), dtype(), 0);
 }
 
@@ -155,6 +164,7 @@ double Tensor::at(std::initializer_list<std::int64_t> index) const {
     check(static_cast<std::int64_t>(index.size()) == dim(),
           "at(): " + std::to_string(index.size()) + " indices for a " + std::to_string(dim()) +
               "-d tensor");
+    if (!device().is_cpu()) return cpu().at(index);
     std::int64_t offset = 0;
     std::size_t d = 0;
     for (auto i : index) {
@@ -201,6 +211,7 @@ Tensor Tensor::detach() const {
 }
 
 Tensor Tensor::clone() const {
+    if (!device().is_cpu()) return device_clone(*this);
     Tensor out = empty(shape(), dtype());
     const std::size_t elem = size_of(dtype());
     if (is_contiguous()) {
@@ -223,22 +234,26 @@ Tensor Tensor::clone() const {
 std::string Tensor::str() const {
     if (!defined()) return "Tensor(undefined)";
     std::ostringstream os;
-    os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << name_of(dtype()) << ", [";
+    os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << name_of(dtype());
+    if (!device().is_cpu()) os << ", device=" << device().str();
+    os << ", [";
     const std::int64_t shown = std::min<std::int64_t>(numel(), 8);
-    const Tensor c = clone();
+    const Tensor c = cpu().clone();
     for (std::int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << load_as_double(c.raw_data(), dtype(), i);
     os << (numel() > shown ? ", ...])" : "])");
     return os.str();
 }
 
-Tensor empty(const Shape& shape, DType dtype) {
+Tensor empty(const Shape& shape, DType dtype) { return empty_in(shape, dtype, default_cpu_allocator(), kCpu); }
+
+Tensor empty_in(const Shape& shape, DType dtype, Allocator& allocator, Device device) {
     for (auto extent : shape)
         check(extent >= 0, "empty: negative extent in shape " + shape_str(shape));
     auto impl = std::make_shared<TensorImpl>();
     const std::optional<std::size_t> nbytes = checked_mul(static_cast<std::size_t>(numel_of(shape)), size_of(dtype));
     check(nbytes.has_value(), "empty: shape " + shape_str(shape) + " of " + name_of(dtype) +
                                   " needs more than 2^64 bytes");
-    impl->storage = std::make_shared<Storage>(*nbytes, default_cpu_allocator());
+    impl->storage = std::make_shared<Storage>(*nbytes, allocator, device);
     impl->shape = shape;
     impl->strides = contiguous_strides(shape);
     impl->dtype = dtype;
@@ -276,6 +291,7 @@ Tensor rand_uniform(const Shape& shape, double lo, double hi, Rng& rng, DType dt
 }
 
 Tensor to_dtype(const Tensor& t, DType dtype) {
+    if (!t.device().is_cpu()) return device_to_dtype(t, dtype);
     Tensor out = empty(t.shape(), dtype);
     // float32 <-> float16/bfloat16 on contiguous data: the bulk conversions (F16C where
     // the CPU has it), bit-identical to the element-by-element code below.
@@ -294,6 +310,21 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
         store_from_double(dst, dtype, i, load_as_double(src, t.dtype(), off));
     });
     return out;
+}
+
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors,
+                       std::initializer_list<const char*> names) {
+    const Tensor* first = *tensors.begin();
+    const char* first_name = *names.begin();
+    auto name = names.begin();
+    for (const Tensor* t : tensors) {
+        if (t->defined() && first->defined() && t->device() != first->device())
+            throw Error(std::string(op) + ": expected all tensors to be on the same device, but found two: " +
+                        first_name + " is on " + first->device().str() + " and " + *name + " is on " +
+                        t->device().str() + ". Move them to one device first: model.to(device) for the "
+                        "parameters, x.to(device) for each input (the batch), once, before the step");
+        ++name;
+    }
 }
 
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, std::int64_t offset) {

@@ -81,11 +81,27 @@ public:
     /// The storage (shared with views).
     const std::shared_ptr<Storage>& storage() const { return impl().storage; }
 
-    /// Typed pointer to the first element; throws if T does not match dtype().
+    /// Typed pointer to the first element, for CPU code; throws if T does not match
+    /// dtype() or if the tensor lives on a device (move it with cpu() first).
     template <class T>
     T* data() const;
-    /// Untyped pointer to the first element.
+    /// Untyped pointer to the first element, for CPU code; throws for a device tensor.
     void* raw_data() const;
+    /// Typed pointer to the first element on whatever device the tensor lives (a device
+    /// pointer for kernels of that device; never dereference it on the host).
+    template <class T>
+    T* data_ptr() const;
+    /// Untyped pointer to the first element on the tensor's device.
+    void* raw_data_ptr() const;
+
+    /// This tensor on @p device: itself when it is already there, else a contiguous copy
+    /// (torch's `x.to(device)`). Outside autograd, like a parameter move. A copy between the
+    /// host and a device is counted (device/device.hpp: transfer_stats); one from a device
+    /// to the host waits for the device, a host synchronisation. Defined in
+    /// device/device_tensor.cpp, the layer that owns device memory.
+    Tensor to(Device device) const;
+    /// to(cpu).
+    Tensor cpu() const;
 
     /// The value of a one-element tensor, as double.
     double item() const;
@@ -141,6 +157,26 @@ private:
 
 /// An uninitialised contiguous tensor.
 Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+/// An uninitialised contiguous tensor whose bytes come from @p allocator and live on
+/// @p device (the allocator must give memory of that device).
+Tensor empty_in(const Shape& shape, DType dtype, Allocator& allocator, Device device);
+/// An uninitialised contiguous tensor on @p device (device/device_tensor.cpp).
+Tensor empty(const Shape& shape, DType dtype, Device device);
+/// A tensor of zeros on @p device (device/device_tensor.cpp).
+Tensor zeros(const Shape& shape, DType dtype, Device device);
+/// A tensor filled with @p value on @p device (device/device_tensor.cpp).
+Tensor full(const Shape& shape, double value, DType dtype, Device device);
+/// A tensor of ones on @p device (device/device_tensor.cpp).
+Tensor ones(const Shape& shape, DType dtype, Device device);
+/// A contiguous copy of a device tensor on the same device (clone() of a device tensor;
+/// device/device_tensor.cpp).
+Tensor device_clone(const Tensor& t);
+/// to_dtype() of a device tensor, on its device (device/device_tensor.cpp).
+Tensor device_to_dtype(const Tensor& t, DType dtype);
+/// Throws PyTorch's kind of error when @p tensors (named by @p names, same order) do not
+/// all live on one device: which op, which argument on which device, and what to do.
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors,
+                       std::initializer_list<const char*> names);
 /// A tensor filled with @p value.
 Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
 /// A tensor of zeros.

@@ -12,9 +12,16 @@ T* Tensor::data() const {
 }
 
 template <class T>
+T* Tensor::data_ptr() const {
+    check(dtype() == dtype_of<T>(), "Tensor::data_ptr<T>(): the tensor holds " + name_of(dtype()) +
+                                        ", not " + name_of(dtype_of<T>()));
+    return static_cast<T*>(raw_data_ptr());
+}
+
+template <class T>
 std::vector<T> Tensor::to_vector() const {
     std::vector<T> out(static_cast<std::size_t>(numel()));
-    const Tensor c = to_dtype(*this, dtype_of<T>());
+    const Tensor c = to_dtype(cpu(), dtype_of<T>());
     const T* src = c.data<T>();
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = src[i];
     return out;

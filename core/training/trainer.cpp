@@ -6,12 +6,15 @@
 #include "ops/autocast.hpp"
 #include "amp/master_weights.hpp"
 #include "autograd/grad_mode.hpp"
+#include "device/device.hpp"
+#include "device/device_ops.hpp"
 #include "ops/ops.hpp"
 
 namespace gl::training {
 namespace {
 
 std::int64_t count_correct(const Tensor& logits, const Tensor& targets) {
+    if (device::on_device(logits)) return static_cast<std::int64_t>(device::count_equal(argmax(logits), targets).item());
     const Tensor predicted = argmax(logits);
     const std::int32_t* p = predicted.data<std::int32_t>();
     const std::int32_t* t = targets.data<std::int32_t>();
@@ -42,6 +45,8 @@ EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_si
     NoGradGuard no_grad;
     const amp::AutocastGuard autocast(amp::low_precision_dtype(model.parameters()));
     model.train(false);
+    const std::vector<Tensor> params = model.parameters();
+    const Device where = params.empty() ? kCpu : params.front().device();
     EvalResult r;
     double loss_sum = 0.0;
     std::int64_t correct = 0;
@@ -49,7 +54,8 @@ EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_si
     for (std::size_t start = 0; start < data.size(); start += batch_size) {
         indices.clear();
         for (std::size_t i = start; i < std::min(data.size(), start + batch_size); ++i) indices.push_back(i);
-        const Batch batch = data.get_batch(indices);
+        Batch batch = data.get_batch(indices);
+        batch = {batch.inputs.to(where), batch.targets.to(where)};  // no copy on the CPU
         const Tensor logits = model(batch.inputs);
         loss_sum += cross_entropy(logits, batch.targets).item() * static_cast<double>(indices.size());
         correct += count_correct(logits, batch.targets);
@@ -73,8 +79,21 @@ struct StepResult {
 
 // Runs `step` on every batch of an epoch and keeps the books: time, mean loss, accuracy,
 // throughput, progress. The two training loops below differ only in their step.
+// Sums of the epoch kept on a device, read once at its end: reading them every step would
+// make the host wait for the device every step.
+struct DeviceSums {
+    Tensor loss, correct;
+    void add(const Tensor& loss_of_batch, const Tensor& correct_in_batch, std::int64_t n) {
+        NoGradGuard no_grad;
+        const Tensor weighted = mul(loss_of_batch.detach(), static_cast<double>(n));
+        loss = loss.defined() ? gl::add(loss, weighted) : weighted;
+        correct = correct.defined() ? gl::add(correct, correct_in_batch) : correct_in_batch;
+    }
+};
+
 template <class Step>
-EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& progress, Step&& step) {
+EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& progress, Step&& step,
+                      const DeviceOptions& where = {}) {
     using clock = std::chrono::steady_clock;
     EpochReport report;
     report.epoch = epoch;
@@ -83,14 +102,35 @@ EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& pro
     std::size_t done = 0;
     std::int64_t seen = 0, correct = 0;
     double loss_sum = 0.0;
-    for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
+    const bool on_device = !where.device.is_cpu();
+    DeviceSums sums;
+    const device::TransferStats before = device::transfer_stats();
+    for (const Batch& host_batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
+        // Each batch goes to the device once; everything after stays there.
+        const Batch batch = on_device ? Batch{host_batch.inputs.to(where.device), host_batch.targets.to(where.device)}
+                                      : host_batch;
         const StepResult r = step(batch, done);
         const auto n = batch.targets.numel();
-        loss_sum += r.loss.item() * static_cast<double>(n);
-        correct += count_correct(r.logits, batch.targets);
+        if (on_device) {
+            NoGradGuard no_grad;
+            sums.add(r.loss, device::count_equal(argmax(r.logits), batch.targets), n);
+            if (where.read_loss_every_step) loss_sum += r.loss.item() * static_cast<double>(n);  // a host sync
+        } else {
+            loss_sum += r.loss.item() * static_cast<double>(n);
+            correct += count_correct(r.logits, batch.targets);
+        }
         seen += n;
         ++done;
-        if (progress) progress(done, total, loss_sum / static_cast<double>(seen));
+        const bool known = !on_device || where.read_loss_every_step;
+        if (progress) progress(done, total, known ? loss_sum / static_cast<double>(seen) : std::nan(""));
+    }
+    const device::TransferStats after = device::transfer_stats();
+    report.steps = static_cast<std::int64_t>(done);
+    report.host_syncs_in_steps = after.host_syncs - before.host_syncs;
+    report.host_to_device_copies = after.host_to_device - before.host_to_device;
+    if (on_device && seen > 0) {  // the epoch's two numbers, read once
+        loss_sum = sums.loss.item();
+        correct = static_cast<std::int64_t>(sums.correct.item());
     }
     report.seconds = std::chrono::duration<double>(clock::now() - start).count();
     if (seen > 0) {
@@ -132,7 +172,7 @@ EpochReport train_epoch_mixed(nn::Module& model, optim::Optimizer& optimizer, am
 }  // namespace
 
 EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
-                        int epoch, const ProgressFn& progress) {
+                        int epoch, const ProgressFn& progress, const DeviceOptions& where) {
     return run_epoch(loader, epoch, progress, [&](const Batch& batch, std::size_t) {
         optimizer.zero_grad();                                    // 0. clear old gradients
         const Tensor logits = model(batch.inputs);                // 1. forward
@@ -140,7 +180,7 @@ EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const Da
         loss.backward();                                          // 3. backward
         optimizer.step();                                         // 4. update
         return StepResult{logits, loss};
-    });
+    }, where);
 }
 
 void check_fit(const Dataset* train, const Dataset* test, const FitOptions& options) {
@@ -159,6 +199,9 @@ void check_fit(const Dataset* train, const Dataset* test, const FitOptions& opti
     check(options.batch_size >= 1, "fit: batch_size must be at least 1");
     check(std::isfinite(options.lr) && options.lr >= 0,
           "fit: the learning rate must be a finite number >= 0, got " + std::to_string(options.lr));
+    check(options.device.device.is_cpu() || options.precision.dtype == DType::Float32,
+          "fit: mixed precision runs on the CPU; on device " + options.device.device.str() + " train in fp32");
+    device::check_available(options.device.device);
 }
 
 std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Dataset>& train,
@@ -176,6 +219,7 @@ std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Data
     amp::LossScalerOptions scaler_options = precision.scaler;
     scaler_options.enabled = precision.loss_scaling;
     amp::DynamicLossScaler scaler(scaler_options);
+    model.to(options.device.device);  // before the optimizer: its state is made where the parameters are
     if (precision.dtype == DType::Float32) {
         optimizer = make_optimizer(options.optimizer, model.parameters(), options.lr);
     } else {
@@ -186,7 +230,7 @@ std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Data
     std::vector<EpochReport> reports;
     for (int e = 1; e <= options.epochs; ++e) {
         EpochReport r = master ? train_epoch_mixed(model, *optimizer, *master, scaler, loader, e, progress, options.on_step)
-                               : train_epoch(model, *optimizer, loader, e, progress);
+                               : train_epoch(model, *optimizer, loader, e, progress, options.device);
         if (test) r.test = evaluate(model, *test);
         if (on_epoch) on_epoch(r);
         reports.push_back(r);

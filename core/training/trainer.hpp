@@ -37,6 +37,18 @@ struct EpochReport {
     double loss_scale = 1.0;          ///< mixed precision: the loss scale at the end of the epoch
     std::int64_t updates = 0;         ///< counted updates: weight elements with a nonzero gradient
     std::int64_t vanished_updates = 0;  ///< of those, weights that did not change (see amp::UpdateStats)
+    std::int64_t steps = 0;             ///< training steps (batches) in the epoch
+    /// On a device: times the host waited for it inside the steps (device::transfer_stats);
+    /// 0 unless the loss is read every step. Reading the epoch's loss after the last step
+    /// is one more, not counted here.
+    std::int64_t host_syncs_in_steps = 0;
+    std::int64_t host_to_device_copies = 0;  ///< on a device: copies to it during the steps (2 per batch)
+};
+
+/// Where training runs, and whether each step reads its loss (claim DEV-1).
+struct DeviceOptions {
+    Device device = kCpu;               ///< cpu, cuda or cuda_cpu: model, optimizer state, batches
+    bool read_loss_every_step = false;  ///< `.item()` every step: one host sync per step on a device
 };
 
 /// Mixed-precision settings (claims FP-2 .. FP-4): which type the matmuls and the
@@ -76,8 +88,12 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::v
 EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size = 1000);
 
 /// One epoch of the four-step loop over @p loader: forward, loss, backward, update.
+/// On a device (@p where), each batch is copied there once, the loss and the correct
+/// predictions are summed there, and they are read once, after the epoch, unless
+/// where.read_loss_every_step. The model and the optimizer's state must already be there.
+/// @p progress gets NaN for the running loss on a device that does not read it.
 EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
-                        int epoch, const ProgressFn& progress = nullptr);
+                        int epoch, const ProgressFn& progress = nullptr, const DeviceOptions& where = {});
 
 /// Settings of fit().
 struct FitOptions {
@@ -88,6 +104,7 @@ struct FitOptions {
     std::uint64_t seed = 0;           ///< shuffling seed (the model has its own)
     PrecisionOptions precision;       ///< FP32, or mixed precision with FP16/BF16
     StepFn on_step;                   ///< optional, called after every step
+    DeviceOptions device;             ///< where to train (fp32 only on a device)
 };
 
 /// Called after each epoch with its report.

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "../../bench/claims/claims.hpp"
 #include "../../bench/claims/verdicts.hpp"
@@ -390,13 +393,21 @@ TEST(ClaimsReport, SummaryLineCountsEveryVerdict) {
 }
 
 TEST(ClaimsReport, AClaimWithoutAnExperimentIsANotBuiltRow) {
-    const auto results = run_claims(Context{}, {"DATA-1", "TPU-1"});
-    ASSERT_EQ(results.size(), 2u);
+    // The claims listed in CLAIMS.md that no lab has built an experiment for yet (the set
+    // shrinks as labs land, so it is computed, not named).
+    std::set<std::string> built;
+    for (const auto& c : all_claims()) built.insert(c.id);
+    std::vector<std::string> unbuilt;
+    for (const auto& listed : lecture_claims())
+        if (!built.contains(listed.id)) unbuilt.push_back(listed.id);
+    if (unbuilt.empty()) GTEST_SKIP() << "every claim of CLAIMS.md has an experiment";
+    const auto results = run_claims(Context{}, unbuilt);
+    ASSERT_EQ(results.size(), unbuilt.size());
     for (const auto& r : results) {
         EXPECT_EQ(r.verdict, Verdict::NotBuilt) << r.id;
         EXPECT_FALSE(r.lecture_says.empty()) << r.id;
+        EXPECT_FALSE(r.lab.empty()) << r.id;
     }
-    EXPECT_EQ(results[0].lab, "06");
     EXPECT_THROW(run_claims(Context{}, {"NOPE-1"}), std::exception);
 }
 

@@ -72,6 +72,18 @@ class BadInput(unittest.TestCase):
     def test_option_before_any_command(self):
         self.fails(["--epochs", "3"], "'--epochs' comes before any command", "info, train, claims")
 
+    def test_unknown_device_lists_the_devices(self):
+        self.fails(["train", "--device", "gpu"], "unknown device 'gpu'", "cuda_cpu")
+
+    def test_cuda_without_a_gpu_stops_at_once_with_the_hint(self):
+        run = subprocess.run([str(EXE), "train", "--device", "cuda", "--data", self.dir / "missing"],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        if "not available" not in run.stderr:
+            self.skipTest("a GPU is present: --device cuda is available")
+        # Before the (missing) data is looked at: the device is the only complaint.
+        self.fails(["train", "--device", "cuda", "--data", self.dir / "missing"], "cuda:0 is not available",
+                   "--device cuda_cpu")
+
     def test_unknown_option(self):
         self.fails(["train", "--epoch", "3"], "--epoch", "gradlab train --help")
 

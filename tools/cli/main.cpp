@@ -21,6 +21,7 @@
 #include "data/mnist.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/nccl_comm.hpp"
+#include "device/device.hpp"
 #include "dist/parallel_training.hpp"
 #include "dist/thread_comm.hpp"
 #include "kernels/gemm.hpp"
@@ -98,6 +99,8 @@ struct TrainArgs {
     int workers = 1;
     std::string parallel = "ddp";
     std::string backend;  // empty: mpi under mpirun, threads otherwise
+    std::string device = "cpu";     // cpu, cuda, cuda_cpu
+    bool item_every_step = false;   // read the loss every step (a host sync on a device)
 };
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
@@ -118,11 +121,16 @@ private:
     bool tty_;
 };
 
-void print_epoch(const gl::training::EpochReport& e, int epochs, bool mixed_precision = false) {
+void print_epoch(const gl::training::EpochReport& e, int epochs, bool mixed_precision = false,
+                 bool on_device = false) {
     fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
                e.epoch, epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
                e.samples_per_second);
     if (mixed_precision) fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);
+    if (on_device && e.steps > 0)
+        fmt::print("  host syncs/step {:g}, copies to device/step {:g}",
+                   static_cast<double>(e.host_syncs_in_steps) / static_cast<double>(e.steps),
+                   static_cast<double>(e.host_to_device_copies) / static_cast<double>(e.steps));
     fmt::print("\n");
     std::fflush(stdout);
 }
@@ -159,6 +167,11 @@ int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
 
 // The combinations of options that cannot work, found before the data sets are loaded.
 void check_train_args(const TrainArgs& a) {
+    // A device that is not there stops at once, with the driver's reason, before any data loads.
+    gl::device::check_available(gl::parse_device(a.device));
+    if (a.device != "cpu" && (a.workers > 1 || a.precision != "fp32" || a.memory))
+        throw gl::Error("--device " + a.device + " trains one worker in fp32 without --memory; drop --workers, "
+                        "--precision or --memory, or use --device cpu");
     if (a.backend == "nccl")
         throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
                         (gl::dist::nccl_available() ? "use --backend threads or mpi"
@@ -189,6 +202,8 @@ gl::training::FitOptions fit_options(const TrainArgs& a) {
     opt.precision.dtype = gl::training::parse_precision(a.precision);
     opt.precision.loss_scaling = !a.no_loss_scaling;
     opt.precision.master_weights = !a.no_master_weights;
+    opt.device.device = gl::parse_device(a.device);
+    opt.device.read_loss_every_step = a.item_every_step;
     return opt;
 }
 
@@ -222,6 +237,9 @@ int cmd_train(TrainArgs a) {
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
     fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
                a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), a.allocator);
+    if (a.device != "cpu")
+        fmt::print("device: {} (model, optimizer state and batches there; the loss is read {})\n", a.device,
+                   a.item_every_step ? "every step" : "once per epoch");
     const gl::DType low = opt.precision.dtype;
     if (low != gl::DType::Float32)
         fmt::print("precision: {} matmuls ({} GEMM, FP32 accumulation), loss scaling {}, FP32 master weights {}\n",
@@ -232,7 +250,7 @@ int cmd_train(TrainArgs a) {
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
-            print_epoch(e, a.epochs, low != gl::DType::Float32);
+            print_epoch(e, a.epochs, low != gl::DType::Float32, a.device != "cpu");
             bar = ProgressBar(++epoch, a.epochs);
             tracker.reset_peaks();  // leave the evaluation out of the next step's peaks
         },
@@ -397,6 +415,10 @@ int main(int argc, char** argv) {
     train->add_option("--seed", t.seed, "seed for initialisation and shuffling")->check(kUnsigned);
     train->add_option("--data", t.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     train->add_option("--gemm", t.gemm, "GEMM kernel to use (see `gradlab info`)");
+    train->add_option("--device", t.device, "where model, optimizer state and batches live: cpu, cuda (a GPU) or "
+                                            "cuda_cpu (the same CUDA kernels on the CPU runtime)");
+    train->add_flag("--item-every-step", t.item_every_step,
+                    "read the loss every step (.item()): one host synchronisation per step on a device");
     train->add_option("--limit", t.limit, "use only the first N training examples")->check(kCount);
     train->add_option("--threads", t.threads, "intra-op threads (default: the CPUs this process may use)")
         ->check(CLI::Range(1, 256));

@@ -334,7 +334,8 @@ elif ! out_of_time "device tests"; then
             worst=124
             break
         fi
-        timeout 120 "$build/tests/cuda_cpu_tests" --gtest_filter="$name" \
+        # GRADLAB_TEST_DEVICE: the device-tensor tests (test_device_tensor.cpp) run on the GPU here.
+        GRADLAB_TEST_DEVICE=cuda timeout 120 "$build/tests/cuda_cpu_tests" --gtest_filter="$name" \
             --gtest_output="xml:$logs/device_tests/$i.xml" >"$logs/device_tests/$i.log" 2>&1
         rc=$?
         [ "$rc" -eq 0 ] || { echo "$name: exit code $rc ($i.log)" >>"$logs/device_tests/run.log"; worst=$rc; }

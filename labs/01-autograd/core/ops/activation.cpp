@@ -2,6 +2,7 @@
 // ReLU: max(x, 0). Its derivative is 1 where the input was positive and 0 elsewhere, so
 // the backward only needs to know where the input was positive.
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "ops/broadcast.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "ops/op_trace.hpp"
@@ -14,6 +15,7 @@ struct ReluBackward final : Node {
     Tensor output;  // relu(x) > 0 exactly where x > 0, so the output is enough to save
     std::string name() const override { return "ReluBackward"; }
     std::vector<Tensor> backward(const Tensor& g) override {
+        if (device::on_device(g)) return {device::binary(kernels::BinaryOp::relu_mask, g, output, g.shape())};
         // LAB 01 BEGIN: relu backward
         // Pass the gradient through where the unit was active, block it elsewhere.
         // TODO(lab 01): write this part (see labs/01-autograd/README.md).
@@ -27,7 +29,9 @@ struct ReluBackward final : Node {
 Tensor relu(const Tensor& a) {
     const OpTrace trace("relu");
     Tensor out;
-    if (a.dtype() == DType::Float32 && a.is_contiguous()) {  // the bandwidth-bound kernel
+    if (device::on_device(a)) {
+        out = device::relu(a);
+    } else if (a.dtype() == DType::Float32 && a.is_contiguous()) {  // the bandwidth-bound kernel
         out = empty(a.shape(), a.dtype());
         kernels::relu(a.data<float>(), out.data<float>(), a.numel());
     } else {

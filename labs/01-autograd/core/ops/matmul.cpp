@@ -7,6 +7,7 @@
 // so a training step spends three GEMMs per linear layer.
 #include "ops/autocast.hpp"
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_lowp.hpp"
 #include "numerics/convert.hpp"
@@ -101,13 +102,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
               shape_str(b.shape()) + " (the columns of the first must equal the rows of the second)");
     check(a.dtype() == b.dtype(), "matmul: operands have different dtypes (" + name_of(a.dtype()) +
                                       " and " + name_of(b.dtype()) + ")");
-    Tensor out = empty({a.shape()[0], b.shape()[1]}, a.dtype());
-    const Operand A = as_gemm_operand(a);
-    const Operand B = as_gemm_operand(b);
-    if (numerics::is_16bit_float(a.dtype()))
-        run_lowp_gemm(A, B, out);
-    else
-        dispatch_floating(a.dtype(), "matmul", [&]<class T>() { run_gemm<T>(A, B, out); });
+    check_same_device("matmul", {&a, &b}, {"a", "b"});
+    Tensor out = device::on_device(a) ? device::matmul(a, b) : empty({a.shape()[0], b.shape()[1]}, a.dtype());
+    if (!device::on_device(a)) {
+        const Operand A = as_gemm_operand(a);
+        const Operand B = as_gemm_operand(b);
+        if (numerics::is_16bit_float(a.dtype()))
+            run_lowp_gemm(A, B, out);
+        else
+            dispatch_floating(a.dtype(), "matmul", [&]<class T>() { run_gemm<T>(A, B, out); });
+    }
     if (should_record({a, b})) {
         auto node = std::make_shared<MatmulBackward>();
         node->a = save_for_backward(a);

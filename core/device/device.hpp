@@ -1,0 +1,64 @@
+/// @file
+/// @brief Devices a tensor can live on: which runtime runs a device's kernels, its memory,
+/// copies between host and device, and the counted host synchronisations.
+///
+/// Owns: device memory (device_alloc / device_free: the one place tensors get it, so a
+/// caching allocator can sit behind it), the copies, and counting them. The CUDA kernels
+/// themselves are in kernels/cuda/ (tensor_ops.hpp); which op calls which kernel is in
+/// device_ops.hpp. Knows nothing about autograd, modules or training.
+///
+/// Two devices run CUDA kernels: `cuda` (a GPU, the kernels compiled by nvcc) and
+/// `cuda_cpu` (the same kernel source on the CUDA-on-CPU runtime, core/cuda_cpu/), so every
+/// device path is tested without a GPU and behaves the same on one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/tensor_ops.hpp"
+#include "tensor/allocator.hpp"
+#include "tensor/dtype.hpp"
+
+namespace gl::device {
+
+/// Throws gl::Error when @p device cannot run kernels here: for `cuda` without a GPU (or
+/// in a build without CUDA) the message carries the driver's reason and the hint to use
+/// `cuda_cpu`. Nothing to check for `cpu` and `cuda_cpu`.
+void check_available(Device device);
+
+/// The memory calls and kernels of the runtime behind @p device (not the CPU: its kernels
+/// are kernels/cpu/). Checks availability first.
+const kernels::DeviceKernels& kernels_for(Device device);
+
+/// @p bytes of memory on @p device (nullptr for 0). All device tensor storage comes from
+/// here, through device_allocator(). Today it is the runtime's malloc and free; on a GPU
+/// cudaFree waits for the device (a synchronisation transfer_stats does not see), which is
+/// what a caching allocator behind these two functions removes.
+void* device_alloc(Device device, std::size_t bytes);
+/// Returns memory from device_alloc (nullptr is fine).
+void device_free(Device device, void* ptr, std::size_t bytes);
+/// The Allocator (tensor/allocator.hpp) that device tensors' Storage uses: device_alloc
+/// and device_free for @p device.
+Allocator& device_allocator(Device device);
+
+/// Host <-> device traffic since the program started (or the last reset_transfer_stats).
+struct TransferStats {
+    std::int64_t host_syncs = 0;        ///< times the host waited for a device (a copy to the host, synchronize())
+    std::int64_t host_to_device = 0;    ///< copies from the host to a device
+    std::int64_t host_to_device_bytes = 0;  ///< their bytes
+    std::int64_t device_to_host = 0;    ///< copies from a device to the host
+};
+/// The counts so far (all devices, all threads).
+TransferStats transfer_stats();
+/// Sets every count to zero.
+void reset_transfer_stats();
+
+/// Copies @p bytes from @p src on @p src_device to @p dst on @p dst_device (either may be
+/// the CPU; two different CUDA runtimes are not supported). A copy to the host waits for the
+/// device: it is counted as a host synchronisation.
+void copy(Device dst_device, void* dst, Device src_device, const void* src, std::size_t bytes);
+
+/// Waits for all work queued on @p device (counted as a host synchronisation).
+void synchronize(Device device);
+
+}  // namespace gl::device
