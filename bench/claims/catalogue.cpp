@@ -54,7 +54,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"CONV-2", "11", "a small CNN beats the MLP (Fashion-MNIST ~0.91 for two conv layers)"},
         {"Q-1", "12", "INT8 weights are 4x smaller with little accuracy loss; quantization-aware training recovers "
                       "the rest; INT8 GEMM is faster"},
-        {"JIT-1", "13", "capturing a static graph allows fusion, static memory planning and fewer launches"},
+        {"JIT-1", "13", ""},
         {"DEPLOY-1", "13", "a captured graph exported (ONNX) with its weights runs ahead of time elsewhere with the "
                            "same outputs"},
         {"TPU-1", "14", ""},
