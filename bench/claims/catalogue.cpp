@@ -50,15 +50,14 @@ const std::vector<ListedClaim>& lecture_claims() {
                          "fastest depends on the shape, so an autotuner measures and picks"},
         {"CONV-2", "11", "a small CNN beats the MLP (Fashion-MNIST ~0.91 for two conv layers)"},
         {"Q-1", "12", ""},
-        {"JIT-1", "13", "capturing a static graph allows fusion, static memory planning and fewer launches"},
+        {"JIT-1", "13", ""},
         {"DEPLOY-1", "13", "a captured graph exported (ONNX) with its weights runs ahead of time elsewhere with the "
                            "same outputs"},
         {"TPU-1", "14", ""},
         {"ENERGY-1", "14", ""},
         {"ASYNC-1", "15", "CUDA streams overlap copies and compute; non_blocking copies"},
         {"CHOICE-1", "15", "CPU is fine for small models and data, GPU wins for large ones: there is a crossover size"},
-        {"DEV-1", "15", "keep the model and the data on one device: each host<->device copy and each sync in a step "
-                        "costs time"},
+        {"DEV-1", "15", ""},
     };
     return all;
 }

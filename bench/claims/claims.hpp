@@ -92,6 +92,7 @@ std::vector<Claim> lab07_claims();
 std::vector<Claim> lab08_claims();
 std::vector<Claim> lab09_claims();
 std::vector<Claim> lab12_claims();
+std::vector<Claim> lab13_claims();
 std::vector<Claim> lab14_claims();
 std::vector<Claim> lab15_device_claims();  // DEV-1 (claims_l15_dev.cpp)
 

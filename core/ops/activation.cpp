@@ -4,6 +4,7 @@
 #include "device/device_ops.hpp"
 #include "ops/broadcast.hpp"
 #include "kernels/cpu/elementwise.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -26,6 +27,7 @@ struct ReluBackward final : Node {
 }  // namespace
 
 Tensor relu(const Tensor& a) {
+    const OpTrace trace("relu");
     Tensor out;
     if (device::on_device(a)) {
         out = device::relu(a);
@@ -42,7 +44,7 @@ Tensor relu(const Tensor& a) {
         node->output = save_for_backward(out);
         record(out, node, {a});
     }
-    return out;
+    return trace.done({a}, out);
 }
 
 }  // namespace gl

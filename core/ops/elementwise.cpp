@@ -9,6 +9,7 @@
 #include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "ops/broadcast.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -100,6 +101,7 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
+    const OpTrace trace("add");
     check_same_dtype(a, b, "add");
     Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::add, a, b) : add_float32(a, b);
     if (!out.defined())
@@ -112,10 +114,11 @@ Tensor add(const Tensor& a, const Tensor& b) {
         node->b_shape = b.shape();
         record(out, node, {a, b});
     }
-    return out;
+    return trace.done({a, b}, out);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+    const OpTrace trace("sub");
     check_same_dtype(a, b, "sub");
     Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::sub, a, b)
                                       : dispatch_floating(a.dtype(), "sub", [&]<class T>() {
@@ -127,10 +130,11 @@ Tensor sub(const Tensor& a, const Tensor& b) {
         node->b_shape = b.shape();
         record(out, node, {a, b});
     }
-    return out;
+    return trace.done({a, b}, out);
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+    const OpTrace trace("mul");
     check_same_dtype(a, b, "mul");
     Tensor out = device::on_device(a) ? binary_on_device(kernels::BinaryOp::mul, a, b)
                                       : dispatch_floating(a.dtype(), "mul", [&]<class T>() {
@@ -142,10 +146,11 @@ Tensor mul(const Tensor& a, const Tensor& b) {
         node->b = save_for_backward(b);
         record(out, node, {a, b});
     }
-    return out;
+    return trace.done({a, b}, out);
 }
 
 Tensor mul(const Tensor& a, double s) {
+    const OpTrace trace("mul");
     Tensor out = device::on_device(a) ? device::scale(a, s) : dispatch_floating(a.dtype(), "mul", [&]<class T>() {
         const T factor = static_cast<T>(s);
         return unary_map<T>(a, [factor](T x) { return x * factor; });
@@ -155,9 +160,13 @@ Tensor mul(const Tensor& a, double s) {
         node->s = s;
         record(out, node, {a});
     }
-    return out;
+    // A number argument becomes a scalar tensor input, made only while tracing.
+    return trace.done({a, trace.active() ? scalar(s, a.dtype()) : Tensor()}, out);
 }
 
-Tensor neg(const Tensor& a) { return mul(a, -1.0); }
+Tensor neg(const Tensor& a) {
+    const OpTrace trace("neg");
+    return trace.done({a}, mul(a, -1.0));
+}
 
 }  // namespace gl

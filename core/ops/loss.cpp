@@ -10,6 +10,7 @@
 #include "autograd/node.hpp"
 #include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -109,6 +110,7 @@ Tensor cross_entropy_on_device(const Tensor& logits, const Tensor& targets) {
 }  // namespace
 
 Tensor log_softmax(const Tensor& x) {
+    const OpTrace trace("log_softmax");
     check_2d(x, "log_softmax");
     Tensor out;
     if (device::on_device(x)) {
@@ -125,10 +127,11 @@ Tensor log_softmax(const Tensor& x) {
         node->output = save_for_backward(out);
         record(out, node, {x});
     }
-    return out;
+    return trace.done({x}, out);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+    const OpTrace trace("cross_entropy");
     check_2d(logits, "cross_entropy");
     check(targets.dtype() == DType::Int32 && targets.dim() == 1 &&
               targets.shape()[0] == logits.shape()[0],
@@ -160,7 +163,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
         node->targets = save_for_backward(tc);
         record(loss, node, {logits, targets});
     }
-    return loss;
+    return trace.done({logits, targets}, loss);
 }
 
 }  // namespace gl

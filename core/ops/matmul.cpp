@@ -10,6 +10,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_lowp.hpp"
 #include "numerics/convert.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -92,12 +93,13 @@ void run_lowp_gemm(const Operand& A, const Operand& B, const Tensor& out) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+    const OpTrace trace("matmul");
     // Autocast (ops/autocast.hpp): a float32 operand means this is the model's forward;
     // run the product in the autocast type and hand float32 on to the next op.
     const auto low = amp::autocast_dtype();
     if (low && (a.dtype() == DType::Float32 || b.dtype() == DType::Float32)) {
         const amp::AutocastGuard off(std::nullopt);
-        return cast(matmul(cast(a, *low), cast(b, *low)), DType::Float32);
+        return trace.done({a, b}, cast(matmul(cast(a, *low), cast(b, *low)), DType::Float32));
     }
     check(a.dim() == 2 && b.dim() == 2, "matmul: both operands must be 2-d, got shapes " +
                                             shape_str(a.shape()) + " and " + shape_str(b.shape()));
@@ -122,7 +124,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         node->b = save_for_backward(b);
         record(out, node, {a, b});
     }
-    return out;
+    return trace.done({a, b}, out);
 }
 
 }  // namespace gl

@@ -6,6 +6,7 @@
 #include "autograd/node.hpp"
 #include "device/device_ops.hpp"
 #include "ops/broadcast.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -71,8 +72,9 @@ Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim
 }
 
 Tensor mean(const Tensor& a) {
+    const OpTrace trace("mean");
     check(a.numel() > 0, "mean: the tensor is empty");
-    return mul(sum(a), 1.0 / static_cast<double>(a.numel()));
+    return trace.done({a}, mul(sum(a), 1.0 / static_cast<double>(a.numel())));
 }
 
 Tensor argmax(const Tensor& a) {

@@ -1,6 +1,7 @@
 // Shape ops: views that reinterpret the same storage. Their gradients undo the view.
 #include "autograd/node.hpp"
 #include "ops/broadcast.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -74,6 +75,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : reshape(*this, shape()); }
 
 Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
+    const OpTrace trace("transpose");
     const std::int64_t i = normalise_dim(d0, a.dim(), "transpose");
     const std::int64_t j = normalise_dim(d1, a.dim(), "transpose");
     Shape shape = a.shape();
@@ -87,7 +89,7 @@ Tensor transpose(const Tensor& a, std::int64_t d0, std::int64_t d1) {
         node->d1 = j;
         record(out, node, {a});
     }
-    return out;
+    return trace.done({a}, out);
 }
 
 Tensor t(const Tensor& a) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 namespace gl {
@@ -37,6 +38,23 @@ void parallel_run(int n, const std::function<void(int)>& fn);
 /// @p grain items each and runs fn(begin, end) on each range in parallel.
 void parallel_for(std::int64_t count, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+/// parallel_run for any callable (a lambda): the std::function holds only a reference
+/// to it, so starting a parallel region allocates nothing (a lambda with more than two
+/// captures would not fit in std::function's own storage and would be copied to the heap
+/// on every call; the captured graph executor promises zero allocations per step).
+template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, std::function<void(int)>>)
+void parallel_run(int n, F&& fn) {
+    parallel_run(n, std::function<void(int)>(std::ref(fn)));
+}
+
+/// parallel_for for any callable, without allocating (see parallel_run above).
+template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, std::function<void(std::int64_t, std::int64_t)>>)
+void parallel_for(std::int64_t count, std::int64_t grain, F&& fn) {
+    parallel_for(count, grain, std::function<void(std::int64_t, std::int64_t)>(std::ref(fn)));
+}
 
 /// True on a thread that is running a share of a parallel region.
 bool in_parallel_region();

@@ -104,9 +104,9 @@ std::vector<Isa> supported_isas() {
 }
 
 const MicroKernel& micro_kernel(Isa isa) {
-    const auto isas = supported_isas();
-    check(std::find(isas.begin(), isas.end(), isa) != isas.end(),
-          "gemm: this CPU cannot run the " + to_string(isa) + " micro-kernel");
+    static const std::vector<Isa> isas = supported_isas();  // every GEMM call asks: allocate once
+    if (std::find(isas.begin(), isas.end(), isa) == isas.end())
+        throw Error("gemm: this CPU cannot run the " + to_string(isa) + " micro-kernel");
     switch (isa) {
         case Isa::Avx512: return kAvx512;
         case Isa::Avx2: return kAvx2;
