@@ -4,6 +4,7 @@
 #include "cuda_cpu/device_status.hpp"
 #include "cuda_cpu/host_api.hpp"
 #include "cuda_cpu/launch.hpp"
+#include "cuda_cpu/streams.hpp"
 
 namespace gl::cuda {
 inline namespace gpu {
@@ -71,6 +72,15 @@ std::string device_name() {
 Event::Event() { check(cudaEventCreate(&event_), "cudaEventCreate"); }
 Event::~Event() { cudaEventDestroy(event_); }
 void Event::record() { check(cudaEventRecord(event_), "cudaEventRecord"); }
+void Event::record(Stream& stream) {
+    check(cudaEventRecord(event_, stream.handle()), "cudaEventRecord");
+}
+bool Event::query() const {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) return false;
+    check(status, "cudaEventQuery");
+    return true;
+}
 void Event::synchronize() { check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
 float Event::elapsed_ms(const Event& start, const Event& stop) {
     float ms = 0;

@@ -55,6 +55,9 @@ struct KernelLaunch {
 };
 /// Runs every block of @p launch on the worker threads; throws the first block's error.
 void launch_kernel(const KernelLaunch& launch);
+/// Throws gl::cuda::Error (invalid_configuration) for a grid, block or shared-memory size
+/// a GPU would refuse.
+void check_launch_config(const KernelLaunch& launch);
 }  // namespace detail
 
 /// Runs @p kernel on grid x block CUDA threads with @p shared_bytes of dynamic shared memory.
