@@ -46,6 +46,14 @@ TimelineLog& log() {
 
 thread_local int this_threads_stream = 0;
 
+/// A vector clock: stream id -> operations of that stream known to have finished.
+using Clock = std::map<int, std::uint64_t>;
+thread_local Clock* this_threads_clock = nullptr;  // the stream worker's own clock
+
+void merge_into(Clock& into, const Clock& from) {
+    for (const auto& [stream, count] : from) into[stream] = std::max(into[stream], count);
+}
+
 }  // namespace
 
 const char* op_name(OpKind kind) {
@@ -94,6 +102,14 @@ StreamSchedule stream_schedule() {
 
 int current_stream() { return this_threads_stream; }
 
+bool happens_before(const TimelineEntry& a, const TimelineEntry& b) {
+    if (a.stream == 0 || b.stream == 0) return false;
+    if (a.stream == b.stream) return a.seq < b.seq;
+    for (const auto& [stream, count] : b.clock)
+        if (stream == a.stream) return count >= a.seq;
+    return false;
+}
+
 namespace detail {
 
 std::int64_t now_ns() {
@@ -107,6 +123,10 @@ void record_op(TimelineEntry entry, std::int64_t start_ns) {
     TimelineLog& t = log();
     std::lock_guard lock(t.mutex);
     if (!t.on || start_ns < t.epoch_ns) return;  // started before recording did
+    if (this_threads_clock) {
+        entry.seq = (*this_threads_clock)[this_threads_stream];
+        entry.clock.assign(this_threads_clock->begin(), this_threads_clock->end());
+    }
     entry.start_us = static_cast<double>(start_ns - t.epoch_ns) * 1e-3;
     entry.end_us = static_cast<double>(end_ns - t.epoch_ns) * 1e-3;
     t.entries.push_back(entry);
@@ -154,18 +174,22 @@ struct Event::State {
     std::uint64_t recorded = 0;   // marks requested
     std::uint64_t completed = 0;  // marks reached (completed <= recorded)
     std::int64_t time_ns = 0;     // when the last mark was reached
+    Clock clock;                  // the recording stream's clock at the last mark
 
     void complete(std::uint64_t mark) {
         {
             std::lock_guard lock(mutex);
             completed = std::max(completed, mark);
             time_ns = detail::now_ns();
+            if (this_threads_clock) clock = *this_threads_clock;
         }
         completed_cv.notify_all();
     }
     void wait_for(std::uint64_t mark) {
         std::unique_lock lock(mutex);
         completed_cv.wait(lock, [&] { return completed >= mark; });
+        // A stream worker that waited now knows everything the recording stream had done.
+        if (this_threads_clock) merge_into(*this_threads_clock, clock);
     }
 };
 
@@ -233,6 +257,8 @@ struct Stream::Impl {
 
     void serve() {
         this_threads_stream = id;
+        Clock clock;
+        this_threads_clock = &clock;
         std::mt19937_64 delays;
         std::uint64_t seeded_with = ~std::uint64_t{0};
         for (;;) {
@@ -246,6 +272,7 @@ struct Stream::Impl {
                 busy = true;
             }
             sleep_if_randomized(delays, seeded_with);
+            ++clock[id];
             try {
                 work();
             } catch (...) {

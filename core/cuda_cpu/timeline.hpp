@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace gl::cuda::inline cpu {
@@ -37,11 +38,29 @@ struct TimelineEntry {
     const void* src = nullptr;     ///< a copy's source (nullptr for kernels)
     const void* dst = nullptr;     ///< a copy's or memset's destination
     bool pageable = false;         ///< a host side that was not page-locked (host_alloc)
+    /// Its position on its stream: 1 for the stream's first operation (waits and event
+    /// records count as operations); 0 on the default stream.
+    std::uint64_t seq = 0;
+    /// Its vector clock: for each stream (id, count), how many of that stream's operations
+    /// had finished before this one could start, through the stream's own order and the
+    /// events it waited for. Empty on the default stream.
+    std::vector<std::pair<int, std::uint64_t>> clock;
     /// Whether this entry's interval overlaps @p other's in time (more than touching).
     bool overlaps(const TimelineEntry& other) const {
         return start_us < other.end_us && other.start_us < end_us;
     }
 };
+
+/// Whether @p a had to finish before @p b could start: @p b's stream waited, directly or
+/// through other streams' events, for the point after @p a on @p a's stream (or both are on
+/// one stream, @p a first). Decided from the order the program imposed, not from times, so
+/// it does not depend on how busy the machine was. False for default-stream entries.
+bool happens_before(const TimelineEntry& a, const TimelineEntry& b);
+
+/// Whether the program let @p a and @p b run at the same time: neither happens before the other.
+inline bool may_overlap(const TimelineEntry& a, const TimelineEntry& b) {
+    return a.stream != 0 && b.stream != 0 && !happens_before(a, b) && !happens_before(b, a);
+}
 
 /// Starts recording (clearing what was recorded before) or stops it.
 void set_timeline_recording(bool on);

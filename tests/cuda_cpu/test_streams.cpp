@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -102,6 +103,7 @@ TEST(CudaCpuStreams, ACopyOnOneStreamLandsWhileAKernelRunsOnAnother) {
     EXPECT_LE(kernel->start_us, h2d->start_us);
     EXPECT_GE(kernel->end_us, h2d->end_us);
     EXPECT_TRUE(kernel->overlaps(*h2d));
+    EXPECT_TRUE(gl::cuda::cpu::may_overlap(*kernel, *h2d)) << "no event orders them";
     EXPECT_GT(gl::cuda::cpu::overlap_us(t, gl::cuda::cpu::is_copy, gl::cuda::cpu::is_kernel), 0.0);
 }
 
@@ -111,6 +113,7 @@ TEST(CudaCpuStreams, StreamWaitEventOrdersWorkAcrossStreamsUnderEverySchedule) {
     for (int i = 0; i < n; ++i) in.data()[i] = static_cast<float>(i % 97);
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
         ScopedStreamSchedule randomized({true, seed, 400});
+        ScopedTimeline recording;
         DeviceBuffer<float> dev(n);
         Stream copy, compute;
         Event copied, computed;
@@ -123,6 +126,19 @@ TEST(CudaCpuStreams, StreamWaitEventOrdersWorkAcrossStreamsUnderEverySchedule) {
         gl::cuda::memcpy_async(out.data(), dev.data(), n * sizeof(float), CopyKind::device_to_host, copy);
         gl::cuda::synchronize();  // waits for every stream
         EXPECT_TRUE(copied.query() && computed.query());
+        // The order the events imposed, read back from the timeline's vector clocks.
+        std::vector<TimelineEntry> ops;
+        for (const TimelineEntry& e : gl::cuda::cpu::timeline())
+            if (e.stream != 0) ops.push_back(e);
+        ASSERT_EQ(ops.size(), 3u);
+        std::sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.start_us < b.start_us; });
+        EXPECT_EQ(ops[0].kind, OpKind::copy_h2d);
+        EXPECT_EQ(ops[1].kind, OpKind::kernel);
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(ops[0], ops[1]));
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(ops[1], ops[2]));
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(ops[0], ops[2]));
+        EXPECT_FALSE(gl::cuda::cpu::happens_before(ops[2], ops[0]));
+        EXPECT_FALSE(gl::cuda::cpu::may_overlap(ops[0], ops[1]));
         for (int i = 0; i < n; ++i)
             ASSERT_EQ(out.data()[i], in.data()[i] + 1.0f) << "seed " << seed << ", element " << i;
     }
