@@ -19,8 +19,8 @@ namespace gl::kernels {
 /// How the pipeline cuts and schedules the work.
 struct PipelineConfig {
     std::size_t chunk = 16384;  ///< elements per chunk (the last one may be shorter)
-    int streams = 3;  ///< 1: everything on one stream; 2: copies on one, kernels on the other;
-                      ///< 3: copies in, kernels, copies out on one each
+    int streams = 3;  ///< 1: everything on one stream; 2: copies in on one, kernels and copies
+                      ///< out on the other; 3: copies in, kernels, copies out on one each
     int buffers = 2;  ///< device buffer pairs (in, out) that chunks rotate through
     int work = 64;    ///< chunk_compute's iterations per element
 };
