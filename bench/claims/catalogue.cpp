@@ -33,8 +33,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"DATA-1", "06", "without prefetching the accelerator waits for data; worker threads with a prefetch queue make "
                          "a step about max(load / workers, compute)"},
         {"DATA-2", "06", "num_workers about the cores per device; more than the cores hurts"},
-        {"DATA-3", "06", "pin_memory (page-locked host buffers) speeds host-to-device copies and allows non_blocking "
-                         "copies"},
+        {"DATA-3", "06", ""},
         {"DATA-4", "06", "the augmentation pipeline (random resized crop, flip, colour jitter, normalize) as composable "
                          "transforms"},
         {"CKPT-1", "07", ""},
@@ -59,7 +58,7 @@ const std::vector<ListedClaim>& lecture_claims() {
                            "same outputs"},
         {"TPU-1", "14", "a systolic array computes a matrix multiply with each operand fetched from memory once"},
         {"ENERGY-1", "14", "accelerators win on work per joule: memory accesses, not multiply-adds, dominate energy"},
-        {"ASYNC-1", "15", "CUDA streams overlap copies and compute; non_blocking copies"},
+        {"ASYNC-1", "15", ""},
         {"CHOICE-1", "15", "CPU is fine for small models and data, GPU wins for large ones: there is a crossover size"},
         {"DEV-1", "15", "keep the model and the data on one device: each host<->device copy and each sync in a step "
                         "costs time"},

@@ -136,23 +136,13 @@ bool is_page_locked(const void* p, std::size_t bytes);
 template <class... Params, class... Args>
 void launch(Stream& stream, void (*kernel)(Params...), dim3 grid, dim3 block,
             std::size_t shared_bytes, Args&&... args) {
-    static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
-    struct Call {
-        void (*kernel)(Params...);
-        std::tuple<std::decay_t<Params>...> args;
-    };
-    // The arguments are copied now (a GPU copies them into the launch), so the caller's
-    // variables may change before the grid runs.
-    auto call = std::make_shared<const Call>(Call{kernel, {std::forward<Args>(args)...}});
     detail::KernelLaunch k;
     k.grid = grid;
     k.block = block;
     k.dynamic_shared_bytes = shared_bytes;
-    k.run_thread = [](const void* c) {
-        const Call& self = *static_cast<const Call*>(c);
-        std::apply(self.kernel, self.args);
-    };
-    k.call = call.get();
+    // The arguments are copied now (a GPU copies them into the launch), so the caller's
+    // variables may change before the grid runs.
+    auto call = detail::bind_kernel(k, kernel, std::forward<Args>(args)...);
     detail::check_launch_config(k);
     stream.enqueue([k, call] { detail::launch_kernel(k); });
 }

@@ -60,7 +60,8 @@ inline std::vector<float> inputs(std::size_t n, std::uint64_t seed) {
 }
 
 inline bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    if (a.size() != b.size()) return false;
+    return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;  // no null to memcmp
 }
 
 /// Where two arrays first differ, for messages.
