@@ -31,6 +31,14 @@ struct OneBlockWorker {
     int saved;
 };
 
+/// Models a host-device link of @p gbs for its lifetime (timeline.hpp): copies then take
+/// about as long relative to kernels as PCIe copies do on a GPU.
+struct ModeledLink {
+    explicit ModeledLink(double gbs) : saved(rt::link_bandwidth()) { rt::set_link_bandwidth(gbs); }
+    ~ModeledLink() { rt::set_link_bandwidth(saved); }
+    double saved;
+};
+
 /// Whether this build has a GPU to time, and its name or why not.
 bool have_gpu(std::string& name) {
 #if GRADLAB_HAVE_CUDA
@@ -76,11 +84,14 @@ Result async1(const Context& ctx) {
     gl::cuda::PinnedBuffer<float> in(n), out(n);
     for (std::size_t i = 0; i < n; ++i) in.data()[i] = static_cast<float>(i % 1000) * 1e-3f;
     OneBlockWorker one_core_for_kernels;
+    constexpr double kLinkGbs = 1.0;  // a chunk's copy ~0.5 ms, about a third of its kernel here
+    ModeledLink link(kLinkGbs);
 
     Async1Measured m;
     Result r;
     std::ostringstream text;
-    text << chunks << " chunks of " << chunk * sizeof(float) / 1024 << " KiB, kernels on 1 block worker; ";
+    text << chunks << " chunks of " << chunk * sizeof(float) / 1024
+         << " KiB, kernels on 1 block worker, copies over a modeled " << fixed(kLinkGbs, 1) << " GB/s link; ";
     for (const int streams : {1, 2, 3}) {
         const kernels::PipelineConfig config{chunk, streams, 2, 0};
         std::vector<double> wall, overlap, copy, kernel;

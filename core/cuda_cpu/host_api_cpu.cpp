@@ -1,15 +1,17 @@
 // The host API of the CPU runtime: "device" memory is host memory, tracked so that the
 // mistakes that crash a GPU program throw a clear error here. Copies and memsets are
 // recorded on the timeline (timeline.hpp); streams and events are in streams_cpu.cpp.
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <map>
-#include <vector>
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cuda_cpu/cpu_runtime.hpp"
 #include "cuda_cpu/host_api.hpp"
@@ -86,6 +88,16 @@ void staged_copy(void* dst, const void* src, std::size_t bytes) {
     }
 }
 
+/// With a modeled link (set_link_bandwidth), sleeps until a copy of @p bytes begun at
+/// @p start_ns has taken bytes / bandwidth.
+void wait_for_link(std::int64_t start_ns, std::size_t bytes) {
+    const double gbs = link_bandwidth();
+    if (gbs <= 0) return;
+    const auto link_ns = static_cast<std::int64_t>(static_cast<double>(bytes) / gbs);  // bytes / (GB/s) = ns
+    const std::int64_t left = start_ns + link_ns - detail::now_ns();
+    if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left));
+}
+
 }  // namespace
 
 void* malloc(std::size_t bytes) {
@@ -136,6 +148,7 @@ void copy_now(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
         staged_copy(dst, src, bytes);
     else
         std::memcpy(dst, src, bytes);
+    if (host_side) wait_for_link(start_ns, bytes);
     TimelineEntry entry;
     entry.kind = op_kind(kind);
     entry.stream = current_stream();

@@ -37,6 +37,7 @@ struct TimelineLog {
     std::int64_t epoch_ns = 0;
     std::vector<TimelineEntry> entries;
     StreamSchedule schedule;
+    double link_gbs = 0;
 };
 
 TimelineLog& log() {
@@ -101,6 +102,17 @@ StreamSchedule stream_schedule() {
 }
 
 int current_stream() { return this_threads_stream; }
+
+void set_link_bandwidth(double gbs) {
+    if (!(gbs >= 0)) throw Error(ErrorCode::invalid_value, "set_link_bandwidth: GB/s must be >= 0 (0: off)");
+    std::lock_guard lock(log().mutex);
+    log().link_gbs = gbs;
+}
+
+double link_bandwidth() {
+    std::lock_guard lock(log().mutex);
+    return log().link_gbs;
+}
 
 bool happens_before(const TimelineEntry& a, const TimelineEntry& b) {
     if (a.stream == 0 || b.stream == 0) return false;

@@ -111,6 +111,15 @@ private:
     StreamSchedule saved_;
 };
 
+/// Models the link between host and device (PCIe on a GPU) for copies between them: with
+/// @p gbs > 0, a host-to-device or device-to-host copy lasts at least bytes / gbs (its
+/// thread sleeps for the rest, using no core, as a copy engine's DMA uses none), so copies
+/// can be made as slow relative to kernels as they are on a GPU. 0 (the default): copies
+/// take as long as memcpy does.
+void set_link_bandwidth(double gbs);
+/// The modeled link's GB/s; 0 when off.
+double link_bandwidth();
+
 /// The stream the calling thread executes (its Stream::id()); 0 on any other thread.
 int current_stream();
 

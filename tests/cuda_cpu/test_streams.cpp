@@ -224,6 +224,25 @@ TEST(CudaCpuStreams, ACopyFromPageableMemoryIsStagedAndTheHostWaits) {
     EXPECT_FALSE(gl::cuda::is_page_locked(pageable.data(), 4));
 }
 
+TEST(CudaCpuStreams, AModeledLinkMakesHostDeviceCopiesLastBytesOverBandwidth) {
+    constexpr std::size_t n = 1 << 18;  // 1 MiB: 1 ms at 1 GB/s
+    PinnedBuffer<float> host(n);
+    DeviceBuffer<float> dev(n), other(n);
+    gl::cuda::cpu::set_link_bandwidth(1.0);
+    {
+        ScopedTimeline recording;
+        gl::cuda::memcpy(dev.data(), host.data(), n * sizeof(float), CopyKind::host_to_device);
+        gl::cuda::memcpy(other.data(), dev.data(), n * sizeof(float), CopyKind::device_to_device);
+        const std::vector<TimelineEntry> t = gl::cuda::cpu::timeline();
+        ASSERT_EQ(t.size(), 2u);
+        EXPECT_GE(t[0].end_us - t[0].start_us, 1048.0) << "the link's lower bound: bytes / (1 GB/s)";
+        EXPECT_EQ(t[1].kind, OpKind::copy_d2d);  // within the device: not over the link
+    }
+    gl::cuda::cpu::set_link_bandwidth(0);
+    EXPECT_EQ(gl::cuda::cpu::link_bandwidth(), 0.0);
+    expect_error([] { gl::cuda::cpu::set_link_bandwidth(-1); }, ErrorCode::invalid_value);
+}
+
 TEST(CudaCpuStreams, ErrorsSurfaceWhereCudaReportsThem) {
     Stream s;
     float host = 0;
