@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cuda_cpu/cuda_compat.hpp"
+#include "cuda_error_of.hpp"
 #include "cuda_cpu/streams.hpp"
 #include "cuda_cpu/timeline.hpp"
 
@@ -48,15 +49,11 @@ __global__ void wait_for_flag(const int* flag, int* saw_it) {
 
 __global__ void throw_in_kernel() { throw std::runtime_error("kernel failed on purpose"); }
 
+// A gl::cuda::Error with @p code whose message contains @p fragment.
 template <class F>
 void expect_error(F&& f, ErrorCode code, const std::string& fragment = "") {
-    try {
-        f();
-        ADD_FAILURE() << "expected gl::cuda::Error";
-    } catch (const gl::cuda::Error& e) {
-        EXPECT_EQ(e.code(), code) << e.what();
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
+    const std::string message = gl::test::error_of(std::forward<F>(f), code);
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
 }
 
 TEST(CudaCpuStreams, WorkOnAStreamRunsInOrder) {
