@@ -13,6 +13,7 @@
 #include <array>
 #include <cstring>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "cuda_cpu/streams.hpp"
@@ -47,14 +48,17 @@ TEST(Lab15, PipelineHasNoRaceUnderRandomizedSchedules) {
     // as NaN, so the result differs.
     const std::size_t n = 8 * 2048;
     const std::vector<float> in = inputs(n, 2);
-    for (const int streams : {2, 3})
+    // (3 streams, 1 buffer pair): a kernel that does not wait for the previous chunk's
+    // copy out overwrites the only output buffer under it.
+    const std::pair<int, int> layouts[] = {{2, 2}, {3, 2}, {3, 1}};  // (streams, buffers)
+    for (const auto& [streams, buffers] : layouts)
         for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-            kernels::PipelineConfig config{2048, streams, 2, 2};
+            kernels::PipelineConfig config{2048, streams, buffers, 2};
             const std::vector<float> got = graded::student<std::vector<float>>(
                 "pipelined randomized",
                 [&] { return run_pipelined(in, config, {true, seed, 1000}); });
             EXPECT_TRUE(bit_equal(got, synchronous(in, config)))
-                << streams << " streams, randomized schedule seed " << seed
+                << streams << " streams, " << buffers << " buffer pair(s), randomized schedule seed " << seed
                 << ": the result differs from the synchronous version, so some chunk's copy "
                    "or kernel ran before what it needs (a missing Stream::wait, or an event "
                    "recorded on the wrong stream); "
