@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +89,24 @@ void staged_copy(void* dst, const void* src, std::size_t bytes) {
     }
 }
 
+/// A stream's copy under the randomized schedule: four pieces with a random pause before
+/// each of the last three, as a DMA engine reads its source over time. A kernel that writes
+/// the source (or reads the destination) without waiting for the copy then meets it half done.
+void copy_in_pieces_with_pauses(void* dst, const void* src, std::size_t bytes) {
+    const StreamSchedule schedule = stream_schedule();
+    thread_local std::mt19937_64 pauses(schedule.seed ^ static_cast<std::uint64_t>(current_stream()));
+    const std::size_t piece = (bytes + 3) / 4;
+    auto* out = static_cast<unsigned char*>(dst);
+    const auto* in = static_cast<const unsigned char*>(src);
+    for (std::size_t done = 0; done < bytes; done += piece) {
+        if (done > 0) {
+            const int us = std::uniform_int_distribution<int>(0, schedule.max_delay_us / 2)(pauses);
+            std::this_thread::sleep_for(std::chrono::microseconds(us));
+        }
+        std::memcpy(out + done, in + done, std::min(piece, bytes - done));
+    }
+}
+
 /// With a modeled link (set_link_bandwidth), sleeps until a copy of @p bytes begun at
 /// @p start_ns has taken bytes / bandwidth.
 void wait_for_link(std::int64_t start_ns, std::size_t bytes) {
@@ -146,6 +165,8 @@ void copy_now(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
     const bool pageable = host_side && !is_page_locked(host_side, bytes);
     if (pageable)
         staged_copy(dst, src, bytes);
+    else if (stream_schedule().randomized && current_stream() != 0)
+        copy_in_pieces_with_pauses(dst, src, bytes);
     else
         std::memcpy(dst, src, bytes);
     if (host_side) wait_for_link(start_ns, bytes);

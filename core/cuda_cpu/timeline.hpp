@@ -80,7 +80,8 @@ public:
 
 /// How a stream's worker picks the moment to run its next operation. In order (the
 /// default) it runs each as soon as the previous one ended and its waits are met. Randomized,
-/// it first sleeps a seeded random delay of up to max_delay_us: work on different streams
+/// it first sleeps a seeded random delay of up to max_delay_us, and a copy pauses between
+/// its pieces (as a DMA engine reads its source over time): work on different streams
 /// then interleaves differently on every seed, so a missing stream wait (a kernel that
 /// reads a chunk before its copy finished, a copy that overwrites a buffer a kernel still
 /// reads) shows up as a wrong result. Device memory from gl::cuda::malloc is also filled
