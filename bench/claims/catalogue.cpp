@@ -32,8 +32,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"FP-6", "05", ""},
         {"DATA-1", "06", ""},
         {"DATA-2", "06", ""},
-        {"DATA-3", "06", "pin_memory (page-locked host buffers) speeds host-to-device copies and allows non_blocking "
-                         "copies"},
+        {"DATA-3", "06", ""},
         {"DATA-4", "06", ""},
         {"CKPT-1", "07", ""},
         {"CKPT-2", "07", ""},
@@ -55,7 +54,7 @@ const std::vector<ListedClaim>& lecture_claims() {
                            "same outputs"},
         {"TPU-1", "14", ""},
         {"ENERGY-1", "14", ""},
-        {"ASYNC-1", "15", "CUDA streams overlap copies and compute; non_blocking copies"},
+        {"ASYNC-1", "15", ""},
         {"CHOICE-1", "15", "CPU is fine for small models and data, GPU wins for large ones: there is a crossover size"},
         {"DEV-1", "15", ""},
     };

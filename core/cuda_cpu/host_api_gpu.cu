@@ -1,9 +1,12 @@
-// The host API on a real GPU: thin forwards to cudart that throw gl::cuda::Error.
+// The host API on a real GPU, streams and pinned memory included: thin forwards to cudart
+// that throw gl::cuda::Error.
+#include <atomic>
 #include <string>
 
 #include "cuda_cpu/device_status.hpp"
 #include "cuda_cpu/host_api.hpp"
 #include "cuda_cpu/launch.hpp"
+#include "cuda_cpu/streams.hpp"
 
 namespace gl::cuda {
 inline namespace gpu {
@@ -32,6 +35,8 @@ cudaMemcpyKind kind_of(CopyKind kind) {
     }
     return cudaMemcpyDefault;
 }
+
+std::atomic<int> next_stream_id{1};
 
 }  // namespace
 
@@ -71,12 +76,52 @@ std::string device_name() {
 Event::Event() { check(cudaEventCreate(&event_), "cudaEventCreate"); }
 Event::~Event() { cudaEventDestroy(event_); }
 void Event::record() { check(cudaEventRecord(event_), "cudaEventRecord"); }
+void Event::record(Stream& stream) {
+    check(cudaEventRecord(event_, stream.handle()), "cudaEventRecord");
+}
+bool Event::query() const {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) return false;
+    check(status, "cudaEventQuery");
+    return true;
+}
 void Event::synchronize() { check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
 float Event::elapsed_ms(const Event& start, const Event& stop) {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start.event_, stop.event_), "cudaEventElapsedTime");
     return ms;
 }
+
+// ---- streams, asynchronous copies, page-locked memory (streams.hpp) ----
+
+Stream::Stream() : id_(next_stream_id++) {
+    // Non-blocking: like the CPU runtime's streams, it does not wait for the default stream.
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+}
+
+Stream::~Stream() {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+}
+
+void Stream::synchronize() { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+void Stream::wait(const Event& event) {
+    check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
+}
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, Stream& stream) {
+    check(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), stream.handle()), "cudaMemcpyAsync");
+}
+
+void* host_alloc(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    return p;
+}
+
+void host_free(void* host_ptr) { check(cudaFreeHost(host_ptr), "cudaFreeHost"); }
 
 }  // namespace gpu
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -55,30 +56,42 @@ struct KernelLaunch {
 };
 /// Runs every block of @p launch on the worker threads; throws the first block's error.
 void launch_kernel(const KernelLaunch& launch);
+/// Throws gl::cuda::Error (invalid_configuration) for a grid, block or shared-memory size
+/// a GPU would refuse.
+void check_launch_config(const KernelLaunch& launch);
+}  // namespace detail
+
+namespace detail {
+/// Fills @p k's kernel and arguments and returns their owner (keep it alive until the grid
+/// has run). The arguments are converted to the kernel's parameter types once, here; every
+/// CUDA thread then calls the kernel with its own copies (on a GPU they sit in constant
+/// memory and each thread reads them).
+template <class... Params, class... Args>
+std::shared_ptr<const void> bind_kernel(KernelLaunch& k, void (*kernel)(Params...), Args&&... args) {
+    static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
+    struct Call {
+        void (*kernel)(Params...);
+        std::tuple<std::decay_t<Params>...> args;
+    };
+    auto call = std::make_shared<const Call>(Call{kernel, {std::forward<Args>(args)...}});
+    k.run_thread = [](const void* c) {
+        const Call& self = *static_cast<const Call*>(c);
+        std::apply(self.kernel, self.args);
+    };
+    k.call = call.get();
+    return call;
+}
 }  // namespace detail
 
 /// Runs @p kernel on grid x block CUDA threads with @p shared_bytes of dynamic shared memory.
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
             Args&&... args) {
-    static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
-    // The arguments are converted to the kernel's parameter types once, here; every CUDA
-    // thread then calls the kernel with its own copies (on a GPU they sit in constant
-    // memory and each thread reads them).
-    struct Call {
-        void (*kernel)(Params...);
-        std::tuple<std::decay_t<Params>...> args;
-    };
-    const Call call{kernel, {std::forward<Args>(args)...}};
     detail::KernelLaunch k;
     k.grid = grid;
     k.block = block;
     k.dynamic_shared_bytes = shared_bytes;
-    k.run_thread = [](const void* c) {
-        const Call& self = *static_cast<const Call*>(c);
-        std::apply(self.kernel, self.args);
-    };
-    k.call = &call;
+    const auto call = detail::bind_kernel(k, kernel, std::forward<Args>(args)...);
     detail::launch_kernel(k);
 }
 

@@ -15,6 +15,7 @@
 #include "cuda_cpu/cpu_runtime.hpp"
 #include "cuda_cpu/error.hpp"
 #include "cuda_cpu/launch.hpp"
+#include "cuda_cpu/timeline.hpp"
 #include "parallel/thread_pool.hpp"
 
 namespace gl::cuda::inline cpu {
@@ -111,7 +112,11 @@ detail::BlockScheduler& this_threads_scheduler() {
     return scheduler;
 }
 
-void check_config(const detail::KernelLaunch& k) {
+}  // namespace
+
+namespace detail {
+
+void check_launch_config(const KernelLaunch& k) {
     const dim3 g = k.grid, b = k.block;
     auto fail = [](const std::string& why) {
         throw Error(ErrorCode::invalid_configuration, why);
@@ -134,16 +139,12 @@ void check_config(const detail::KernelLaunch& k) {
              "cudaFuncSetAttribute");
 }
 
-}  // namespace
-
-namespace detail {
-
 void launch_kernel(const KernelLaunch& launch) {
     if (BlockScheduler::current())
         throw Error(ErrorCode::invalid_configuration,
                     "a kernel launched another kernel; the CPU runtime does not support "
                     "dynamic parallelism");
-    check_config(launch);
+    check_launch_config(launch);
     Runtime& rt = runtime();
     std::lock_guard one_at_a_time(rt.launch_mutex);
     Schedule schedule;
@@ -198,7 +199,12 @@ void launch_kernel(const KernelLaunch& launch) {
         stats.fibers += s.fibers;
         stats.context_switches += s.context_switches;
     };
+    const std::int64_t start_ns = now_ns();  // the grid has the workers from here on
     rt.pool->run(work);
+    TimelineEntry entry;
+    entry.kind = OpKind::kernel;
+    entry.stream = current_stream();
+    record_op(entry, start_ns);
 
     std::lock_guard settings(rt.mutex);
     rt.counters += counters;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda_cpu/cuda_compat.hpp"
+#include "cuda_error_of.hpp"
 #include "device_vector.hpp"
 #include "semantics_kernels.cuh"
 #if GRADLAB_HAVE_CUDA
@@ -44,19 +45,7 @@ std::string name_of(const Schedule& s) {
     return "?";
 }
 
-/// Runs @p fn expecting a gl::cuda::Error with @p code; returns its message.
-template <class Fn>
-std::string error_of(Fn&& fn, ErrorCode code) {
-    try {
-        fn();
-    } catch (const gl::cuda::Error& e) {
-        EXPECT_EQ(gl::cuda::error_name(e.code()), std::string(gl::cuda::error_name(code)))
-            << e.what();
-        return e.what();
-    }
-    ADD_FAILURE() << "expected a gl::cuda::Error(" << gl::cuda::error_name(code) << ")";
-    return "";
-}
+using gl::test::error_of;  // the gl::cuda::Error a call throws, its code checked
 
 // ---------------------------------------------------------------------------------------
 // Barriers and shared memory

@@ -28,7 +28,12 @@
 #                 and cublasSgemm;
 #  10. device tensor  the device training and stream checks (issue 13), once they exist;
 #                 until then the row says "not built yet": not a pass;
-#  11. nccl       the NCCL backend with one rank (tests/dist/test_dist_nccl.cpp).
+#  11. nccl       the NCCL backend with one rank (tests/dist/test_dist_nccl.cpp);
+#  12. streams claims  the claims report's ASYNC-1 (streams overlap copies and compute),
+#                 DATA-3 (pinned vs pageable copies) and MEM-3 (device vs host bandwidth)
+#                 rows, measured on the GPU (`gradlab claims --quick --only ...`); passed
+#                 when every row has a computed verdict, which on a GPU must not be "needs
+#                 a GPU" (in the dry run it is: the CPU-runtime halves are what it checks).
 #
 # OUT_DIR receives two files, rewritten after every step (a run stopped at its time limit
 # still leaves them): gpu_checks.md, the table (verdict, machine, one row per step, the
@@ -267,7 +272,7 @@ fi
 all_targets=""
 [ "$configured" -eq 1 ] && all_targets=$(ninja -C "$build" -t targets all 2>/dev/null | cut -d: -f1)
 targets=(tests/cuda_cpu_tests "$sgemm_bin" "$hgemm_bin")
-for optional in tests/dist_nccl_tests tests/device_tensor_tests; do
+for optional in tests/dist_nccl_tests tests/device_tensor_tests tools/gradlab; do
     grep -qx "$optional" <<<"$all_targets" && targets+=("$optional")
 done
 build_benchmarks_alone() {
@@ -402,6 +407,33 @@ elif ! out_of_time nccl; then
     skip_result="did not run"
     [ "$dry_run" -eq 1 ] && skip_result="skipped (dry run)"
     gtest_verdict nccl "$rc" "$skip_result" "one rank (nccl.log)" "$logs/nccl.xml"
+fi
+
+# 12. The streams and bandwidth claims, measured where the GPU is.
+if [ "$full_build" -eq 0 ]; then
+    record "streams claims" "did not run" "the full build failed"
+elif ! grep -qx tools/gradlab <<<"$all_targets"; then
+    record "streams claims" "did not run" "no tools/gradlab in this build"
+elif ! out_of_time "streams claims"; then
+    timeout "$(time_left)" "$build/tools/gradlab" claims --quick --only ASYNC-1 DATA-3 MEM-3 \
+        --out "$logs/claims" >"$logs/claims.log" 2>&1
+    rc=$?
+    verdicts=$(python3 - "$logs/claims/claims.json" "$dry_run" <<'EOF'
+import json, sys
+claims = json.load(open(sys.argv[1]))["claims"]
+dry = sys.argv[2] == "1"
+bad = [c["id"] for c in claims if c["verdict"] in ("not run", "not built yet") or (not dry and c["verdict"] == "needs a GPU")]
+print("; ".join(f'{c["id"]}: {c["verdict"]}' for c in claims))
+sys.exit(1 if bad or len(claims) != 3 else 0)
+EOF
+)
+    verdict_rc=$?
+    if [ "$rc" -ne 0 ] || [ "$verdict_rc" -ne 0 ]; then
+        record "streams claims" FAILED "exit code $rc (claims.log); ${verdicts:-no claims.json}"
+    else
+        [ -s "$logs/claims/claims.md" ] && bench_tables+=("$logs/claims/claims.md")
+        record "streams claims" passed "$verdicts"
+    fi
 fi
 
 finish
