@@ -31,6 +31,7 @@ struct BatchNormBackward final : Node {
             const T* dy = g.data<T>();
             const T* xh = xhat.data<T>();
             const Tensor gc = gamma.contiguous();
+            T* gx = dx.data<T>();
             for (std::int64_t c = 0; c < C; ++c) {
                 double sum_dy = 0, sum_dy_xhat = 0;
                 for (std::int64_t n = 0; n < N; ++n)
@@ -41,7 +42,7 @@ struct BatchNormBackward final : Node {
                 const double scale = gc.data<T>()[c] * invstd[static_cast<std::size_t>(c)];
                 for (std::int64_t n = 0; n < N; ++n)
                     for (std::int64_t i = (n * C + c) * HW; i < (n * C + c + 1) * HW; ++i)
-                        dx.data<T>()[i] = static_cast<T>(
+                        gx[i] = static_cast<T>(
                             training ? scale / M * (M * dy[i] - sum_dy - xh[i] * sum_dy_xhat) : scale * dy[i]);
             }
         });
@@ -99,12 +100,15 @@ Tensor batch_norm2d(const Tensor& x_in, const Tensor& gamma, const Tensor& beta,
     Tensor xhat = empty(x.shape(), x.dtype()), y = empty(x.shape(), x.dtype());
     dispatch_floating(x.dtype(), "batch_norm2d", [&]<class T>() {
         const Tensor gc = gamma.contiguous(), bc = beta.contiguous();
+        const T* in = x.data<T>();
+        const T *scale = gc.data<T>(), *shift = bc.data<T>();
+        T *normalized = xhat.data<T>(), *out = y.data<T>();
         for (std::int64_t n = 0; n < N; ++n)
             for (std::int64_t c = 0; c < C; ++c)
                 for (std::int64_t i = (n * C + c) * HW; i < (n * C + c + 1) * HW; ++i) {
-                    const T h = static_cast<T>((x.data<T>()[i] - mean[static_cast<std::size_t>(c)]) * invstd[static_cast<std::size_t>(c)]);
-                    xhat.data<T>()[i] = h;
-                    y.data<T>()[i] = gc.data<T>()[c] * h + bc.data<T>()[c];
+                    const T h = static_cast<T>((in[i] - mean[static_cast<std::size_t>(c)]) * invstd[static_cast<std::size_t>(c)]);
+                    normalized[i] = h;
+                    out[i] = scale[c] * h + shift[c];
                 }
     });
     if (should_record({x_in, gamma, beta})) {
@@ -124,7 +128,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Rng& rng) {
     Tensor mask = empty(x.shape(), x.dtype());
     dispatch_floating(x.dtype(), "dropout", [&]<class T>() {
         const T keep_scale = static_cast<T>(1.0 / (1.0 - p));
-        for (std::int64_t i = 0; i < mask.numel(); ++i) mask.data<T>()[i] = rng.uniform() < p ? T(0) : keep_scale;
+        T* m = mask.data<T>();
+        for (std::int64_t i = 0; i < mask.numel(); ++i) m[i] = rng.uniform() < p ? T(0) : keep_scale;
     });
     return mul(x, mask);  // recorded as a product: the gradient is grad * mask
 }

@@ -38,8 +38,9 @@ struct MaxPoolBackward final : Node {
         const std::int64_t plane_in = input_shape[2] * input_shape[3], plane_out = g.shape()[2] * g.shape()[3];
         dispatch_floating(g.dtype(), "max_pool2d backward", [&]<class T>() {
             const std::int32_t* where = argmax.data<std::int32_t>();
-            for (std::int64_t i = 0; i < g.numel(); ++i)
-                dx.data<T>()[(i / plane_out) * plane_in + where[i]] += g.data<T>()[i];
+            const T* gy = g.data<T>();
+            T* gx = dx.data<T>();
+            for (std::int64_t i = 0; i < g.numel(); ++i) gx[(i / plane_out) * plane_in + where[i]] += gy[i];
         });
         return {dx};
     }
@@ -72,11 +73,13 @@ std::vector<Tensor> AvgPoolBackward::backward(const Tensor& grad) {
     const PoolGeometry& pg = geometry;
     dispatch_floating(g.dtype(), "avg_pool2d backward", [&]<class T>() {
         const T share = T(1) / static_cast<T>(pg.kernel * pg.kernel);
+        const T* gy = g.data<T>();
+        T* gx = dx.data<T>();
         for (std::int64_t plane = 0; plane < pg.planes; ++plane)
             for (std::int64_t p = 0; p < pg.P; ++p)
                 for (std::int64_t q = 0; q < pg.Q; ++q) {
-                    const T each = g.data<T>()[(plane * pg.P + p) * pg.Q + q] * share;
-                    T* in = dx.data<T>() + plane * pg.H * pg.W;
+                    const T each = gy[(plane * pg.P + p) * pg.Q + q] * share;
+                    T* in = gx + plane * pg.H * pg.W;
                     for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { in[ih * pg.W + iw] += each; });
                 }
     });
@@ -92,8 +95,10 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
     Tensor argmax = empty(pg.out_shape(x), DType::Int32);
     dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
         std::int32_t* where = argmax.data<std::int32_t>();
+        const T* input = x.data<T>();
+        T* output = y.data<T>();
         for (std::int64_t plane = 0; plane < pg.planes; ++plane) {
-            const T* in = x.data<T>() + plane * pg.H * pg.W;
+            const T* in = input + plane * pg.H * pg.W;
             for (std::int64_t p = 0; p < pg.P; ++p)
                 for (std::int64_t q = 0; q < pg.Q; ++q) {
                     T best = -std::numeric_limits<T>::infinity();
@@ -102,7 +107,7 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
                         if (best_at < 0 || in[ih * pg.W + iw] > best) best = in[ih * pg.W + iw], best_at = ih * pg.W + iw;
                     });
                     const std::int64_t out = (plane * pg.P + p) * pg.Q + q;
-                    y.data<T>()[out] = best;
+                    output[out] = best;
                     where[out] = static_cast<std::int32_t>(best_at);
                 }
         }
@@ -121,13 +126,15 @@ Tensor avg_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
     const Tensor x = x_in.contiguous();
     Tensor y = empty(pg.out_shape(x), x.dtype());
     dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
+        const T* input = x.data<T>();
+        T* output = y.data<T>();
         for (std::int64_t plane = 0; plane < pg.planes; ++plane) {
-            const T* in = x.data<T>() + plane * pg.H * pg.W;
+            const T* in = input + plane * pg.H * pg.W;
             for (std::int64_t p = 0; p < pg.P; ++p)
                 for (std::int64_t q = 0; q < pg.Q; ++q) {
                     T sum = 0;
                     for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { sum += in[ih * pg.W + iw]; });
-                    y.data<T>()[(plane * pg.P + p) * pg.Q + q] = sum / static_cast<T>(pg.kernel * pg.kernel);
+                    output[(plane * pg.P + p) * pg.Q + q] = sum / static_cast<T>(pg.kernel * pg.kernel);
                 }
         }
     });

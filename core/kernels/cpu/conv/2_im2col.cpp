@@ -25,6 +25,20 @@ std::int64_t images_per_chunk(const ConvGeometry& g) {
     return std::clamp<std::int64_t>(kMaxColElements / std::max<std::int64_t>(per_image, 1), 1, g.batch);
 }
 
+// Scratch matrices reused from call to call (col is tens of MB for a training batch:
+// allocating it each time costs page faults). One set per thread and type.
+template <class T>
+struct Workspace {
+    std::vector<T> col, out, partial;
+    static Workspace& get(std::int64_t col_size, std::int64_t out_size, std::int64_t partial_size = 0) {
+        thread_local Workspace w;
+        w.col.resize(static_cast<std::size_t>(col_size));
+        w.out.resize(static_cast<std::size_t>(out_size));
+        w.partial.resize(static_cast<std::size_t>(partial_size));
+        return w;
+    }
+};
+
 // C = op(A) x op(B) through the default GEMM, counting its M N K multiplies.
 template <class T>
 void matmul(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const T* A, const T* B, T* C) {
@@ -108,7 +122,8 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;  // rows of col
     const std::int64_t chunk = images_per_chunk(g);
-    std::vector<T> col(static_cast<std::size_t>(CRS * chunk * PQ)), out(static_cast<std::size_t>(Kg * chunk * PQ));
+    auto& ws = Workspace<T>::get(CRS * chunk * PQ, Kg * chunk * PQ);
+    std::vector<T>&col = ws.col, &out = ws.out;
     for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
         const std::int64_t count = std::min(chunk, g.batch - n0);
         for (std::int64_t group = 0; group < g.groups; ++group) {
@@ -124,7 +139,8 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;
     const std::int64_t chunk = images_per_chunk(g);
-    std::vector<T> col(static_cast<std::size_t>(CRS * chunk * PQ)), grad(static_cast<std::size_t>(Kg * chunk * PQ));
+    auto& ws = Workspace<T>::get(CRS * chunk * PQ, Kg * chunk * PQ);
+    std::vector<T>&col = ws.col, &grad = ws.out;
     std::fill(dx, dx + g.input_size(), T(0));
     for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
         const std::int64_t count = std::min(chunk, g.batch - n0);
@@ -142,8 +158,8 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;
     const std::int64_t chunk = images_per_chunk(g);
-    std::vector<T> col(static_cast<std::size_t>(CRS * chunk * PQ)), grad(static_cast<std::size_t>(Kg * chunk * PQ));
-    std::vector<T> partial(static_cast<std::size_t>(Kg * CRS));
+    auto& ws = Workspace<T>::get(CRS * chunk * PQ, Kg * chunk * PQ, Kg * CRS);
+    std::vector<T>&col = ws.col, &grad = ws.out, &partial = ws.partial;
     std::fill(dw, dw + g.weight_size(), T(0));
     for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
         const std::int64_t count = std::min(chunk, g.batch - n0);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -18,6 +19,12 @@ struct State {
     std::map<std::string, TuneRecord> cache;  // by key()
     std::vector<std::string> order;           // keys in the order they were decided
 };
+
+// A run this long is timed once: a warm-up changes little and it will not be picked anyway.
+constexpr double kSlowRun = 0.2;
+// Problems are timed on at most this many images of the batch: every algorithm's time
+// grows linearly with the images, so the order does not change, and tuning stays cheap.
+constexpr std::int64_t kTuneImages = 16;
 
 State& state() {
     static State s;
@@ -54,12 +61,13 @@ TuneRecord measure_typed(ConvPass pass, const ConvGeometry& g, int repeats) {
     double best = INFINITY;
     for (const ConvAlgorithm& a : conv_algorithms()) {
         if (!why_unsupported(a.algo, g).empty()) continue;
-        run_pass(pass, a.algo, g, x, w, y);  // warm-up: caches, pages, thread pool
         double seconds = INFINITY;
-        for (int i = 0; i < repeats; ++i) {
+        for (int i = 0; i <= repeats; ++i) {  // run 0 warms caches, pages and the thread pool
             const auto start = std::chrono::steady_clock::now();
             run_pass(pass, a.algo, g, x, w, y);
-            seconds = std::min(seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (i > 0 || elapsed > kSlowRun) seconds = std::min(seconds, elapsed);
+            if (elapsed > kSlowRun) break;  // a slow algorithm is not worth timing again
         }
         rec.seconds.emplace_back(a.name, seconds);
         if (seconds < best) best = seconds, rec.pick = a.algo;
@@ -108,7 +116,10 @@ ConvAlgo choose(ConvPass pass, const ConvGeometry& g, bool double_precision) {
     }
     // Measured outside the lock (the passes use the thread pool); a rare second
     // measurement of the same key by another thread only overwrites an equal choice.
-    const TuneRecord rec = measure(pass, g, double_precision);
+    ConvGeometry slice = g;
+    slice.batch = std::min(g.batch, kTuneImages);
+    TuneRecord rec = measure(pass, slice, double_precision);
+    rec.geometry = g;
     std::lock_guard lock(state().mutex);
     if (state().cache.emplace(k, rec).second) state().order.push_back(k);
     return rec.pick;

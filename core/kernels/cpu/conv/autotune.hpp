@@ -2,7 +2,8 @@
 /// @brief Choosing a convolution algorithm per problem, like `cudnn.benchmark = True`.
 ///
 /// The first time a (pass, geometry, dtype, device) is seen, every algorithm that
-/// supports it is timed on scratch buffers of that shape and the fastest is kept; later
+/// supports it is timed on scratch buffers of that shape (with at most 16 images of the
+/// batch: each algorithm's time grows linearly with the images) and the fastest is kept; later
 /// calls reuse the choice. A fixed algorithm can be set instead, for reproducibility:
 /// it is used wherever it supports the problem, and im2col elsewhere. Owns: the cache and
 /// the timing. Knows nothing about tensors.
@@ -41,7 +42,7 @@ struct TuneRecord {
 /// the cached choice, or (in auto mode) a new measurement whose result is cached.
 ConvAlgo choose(ConvPass pass, const ConvGeometry& g, bool double_precision);
 /// Times every algorithm that supports @p pass of @p g (a warm-up, then the best of
-/// @p repeats runs), without touching the cache. The multiply count is left as it was.
+/// @p repeats runs; a run over 0.2 s is timed once), without touching the cache. The multiply count is left as it was.
 TuneRecord measure(ConvPass pass, const ConvGeometry& g, bool double_precision, int repeats = 2);
 /// Every decision made so far in auto mode, in the order they were made.
 std::vector<TuneRecord> tune_table();
