@@ -89,6 +89,7 @@ std::vector<Claim> lab04_claims();
 std::vector<Claim> lab05_claims();
 std::vector<Claim> lab07_claims();
 std::vector<Claim> lab08_claims();
+std::vector<Claim> lab11_claims();
 
 // Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.
 double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds);

@@ -16,16 +16,18 @@
 #include <array>
 #include <vector>
 
+#include "base/error.hpp"  // the handout's stubs throw gl::NotImplemented
 #include "kernels/cpu/conv/conv.hpp"
 #include "parallel/thread_pool.hpp"
 
 namespace gl::kernels::conv::winograd {
 
-// LAB 11 BEGIN: the F(2x2, 3x3) transforms, V = B^T d B, U = G g G^T, Y = A^T M A
+// The F(2x2, 3x3) transforms, written out so that their few adds are plain to see:
 // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1],
-// A^T = [1 1 1 0; 0 1 -1 -1]. Each is written out so that its few adds are plain to see.
+// A^T = [1 1 1 0; 0 1 -1 -1].
 template <class T>
 void f2_input_transform(const T* d, T* v) {
+    // LAB 11 BEGIN: Winograd input transform, V = B^T d B of a 4x4 tile
     T t[16];  // B^T d: combine rows
     for (int j = 0; j < 4; ++j) {
         t[0 * 4 + j] = d[0 * 4 + j] - d[2 * 4 + j];
@@ -39,10 +41,12 @@ void f2_input_transform(const T* d, T* v) {
         v[i * 4 + 2] = t[i * 4 + 2] - t[i * 4 + 1];
         v[i * 4 + 3] = t[i * 4 + 1] - t[i * 4 + 3];
     }
+    // LAB 11 END
 }
 
 template <class T>
 void f2_filter_transform(const T* g, T* u) {
+    // LAB 11 BEGIN: Winograd filter transform, U = G g G^T of a 3x3 filter (4x4)
     T t[12];  // G g: 4 x 3
     for (int j = 0; j < 3; ++j) {
         t[0 * 3 + j] = g[0 * 3 + j];
@@ -56,10 +60,12 @@ void f2_filter_transform(const T* g, T* u) {
         u[i * 4 + 2] = (t[i * 3 + 0] - t[i * 3 + 1] + t[i * 3 + 2]) / 2;
         u[i * 4 + 3] = t[i * 3 + 2];
     }
+    // LAB 11 END
 }
 
 template <class T>
 void f2_output_transform(const T* m, T* y) {
+    // LAB 11 BEGIN: Winograd output transform, Y = A^T M A of a 4x4 product (2x2)
     T t[8];  // A^T M: 2 x 4
     for (int j = 0; j < 4; ++j) {
         t[0 * 4 + j] = m[0 * 4 + j] + m[1 * 4 + j] + m[2 * 4 + j];
@@ -69,8 +75,8 @@ void f2_output_transform(const T* m, T* y) {
         y[i * 2 + 0] = t[i * 4 + 0] + t[i * 4 + 1] + t[i * 4 + 2];
         y[i * 2 + 1] = t[i * 4 + 1] - t[i * 4 + 2] - t[i * 4 + 3];
     }
+    // LAB 11 END
 }
-// LAB 11 END
 
 namespace {
 

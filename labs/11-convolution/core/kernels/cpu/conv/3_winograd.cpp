@@ -17,17 +17,38 @@
 #include <array>
 #include <vector>
 
+#include "base/error.hpp"  // the handout's stubs throw gl::NotImplemented
 #include "kernels/cpu/conv/conv.hpp"
 #include "parallel/thread_pool.hpp"
 
 namespace gl::kernels::conv::winograd {
 
-// LAB 11 BEGIN: the F(2x2, 3x3) transforms, V = B^T d B, U = G g G^T, Y = A^T M A
+// The F(2x2, 3x3) transforms, written out so that their few adds are plain to see:
 // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1],
-// A^T = [1 1 1 0; 0 1 -1 -1]. Each is written out so that its few adds are plain to see.
-// TODO(lab 11): write this part (see labs/11-convolution/README.md).
-throw gl::NotImplemented("11", "the F(2x2, 3x3) transforms, V = B^T d B, U = G g G^T, Y = A^T M A");
-// LAB 11 END
+// A^T = [1 1 1 0; 0 1 -1 -1].
+template <class T>
+void f2_input_transform(const T* d, T* v) {
+    // LAB 11 BEGIN: Winograd input transform, V = B^T d B of a 4x4 tile
+    // TODO(lab 11): write this part (see labs/11-convolution/README.md).
+    throw gl::NotImplemented("11", "Winograd input transform, V = B^T d B of a 4x4 tile");
+    // LAB 11 END
+}
+
+template <class T>
+void f2_filter_transform(const T* g, T* u) {
+    // LAB 11 BEGIN: Winograd filter transform, U = G g G^T of a 3x3 filter (4x4)
+    // TODO(lab 11): write this part (see labs/11-convolution/README.md).
+    throw gl::NotImplemented("11", "Winograd filter transform, U = G g G^T of a 3x3 filter (4x4)");
+    // LAB 11 END
+}
+
+template <class T>
+void f2_output_transform(const T* m, T* y) {
+    // LAB 11 BEGIN: Winograd output transform, Y = A^T M A of a 4x4 product (2x2)
+    // TODO(lab 11): write this part (see labs/11-convolution/README.md).
+    throw gl::NotImplemented("11", "Winograd output transform, Y = A^T M A of a 4x4 product (2x2)");
+    // LAB 11 END
+}
 
 namespace {
 
