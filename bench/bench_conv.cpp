@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "base/rng.hpp"
 #include "kernels/cpu/conv/conv.hpp"
 #include "parallel/thread_pool.hpp"
+#include "testkit/conv_problems.hpp"
 
 #if GRADLAB_HAVE_ONEDNN
 #include <dlfcn.h>
@@ -32,10 +32,7 @@ namespace kc = gl::kernels::conv;
 
 kc::ConvGeometry layer(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R,
                        std::int64_t stride, std::int64_t pad) {
-    kc::ConvGeometry g;
-    g.batch = N, g.in_channels = C, g.in_h = g.in_w = H, g.out_channels = K, g.kernel_h = g.kernel_w = R;
-    g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad;
-    return g;
+    return gl::testkit::conv_geometry(N, C, H, H, K, R, R, stride, pad);
 }
 
 // The CNN's two layers and the small ResNet's distinct layers, at batch 64.
@@ -49,27 +46,11 @@ const std::vector<std::pair<std::string, kc::ConvGeometry>>& layers() {
     return all;
 }
 
-std::vector<float> values(std::int64_t n, std::uint64_t seed) {
-    gl::Rng rng(seed);
-    std::vector<float> v(static_cast<std::size_t>(n));
-    for (auto& e : v) e = static_cast<float>(rng.uniform(-1, 1));
-    return v;
-}
-
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-    double worst = 0, scale = 1e-30;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
-        scale = std::max(scale, std::abs(double(b[i])));
-    }
-    return worst / scale;
-}
-
 // The problem's buffers and direct's output, made once per layer.
 struct Problem {
     std::vector<float> x, w, reference;
     explicit Problem(const kc::ConvGeometry& g)
-        : x(values(g.input_size(), 1)), w(values(g.weight_size(), 2)), reference(static_cast<std::size_t>(g.output_size())) {
+        : x(gl::testkit::random_values<float>(g.input_size(), 1)), w(gl::testkit::random_values<float>(g.weight_size(), 2)), reference(static_cast<std::size_t>(g.output_size())) {
         kc::forward(kc::ConvAlgo::Direct, g, x.data(), w.data(), reference.data());
     }
 };
@@ -84,7 +65,7 @@ void bench_ours(benchmark::State& state, kc::ConvGeometry g, kc::ConvAlgo algo) 
     const Problem p(g);
     std::vector<float> y(static_cast<std::size_t>(g.output_size()));
     kc::forward(algo, g, p.x.data(), p.w.data(), y.data());
-    if (const double d = max_relative_difference(y, p.reference); d > 1e-4) {
+    if (const double d = gl::testkit::max_relative_error(y, p.reference); d > 1e-4) {
         state.SkipWithError(("differs from direct by " + std::to_string(d)).c_str());
         return;
     }
@@ -133,7 +114,7 @@ void bench_onednn(benchmark::State& state, kc::ConvGeometry g) {
         s.wait();
     };
     run();
-    if (const double d = max_relative_difference(y, p.reference); d > 1e-4) {
+    if (const double d = gl::testkit::max_relative_error(y, p.reference); d > 1e-4) {
         state.SkipWithError(("oneDNN differs from direct by " + std::to_string(d)).c_str());
         return;
     }

@@ -14,6 +14,7 @@
 #include "nn/conv_layers.hpp"
 #include "parallel/thread_pool.hpp"
 #include "training/trainer.hpp"
+#include "testkit/conv_problems.hpp"
 #include "verdicts_l11.hpp"
 
 namespace gl::claims {
@@ -21,35 +22,16 @@ namespace {
 
 namespace kc = kernels::conv;
 
+// A square problem: N C H x H -> K R x R.
 kc::ConvGeometry geom(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t K, std::int64_t R, std::int64_t stride,
                       std::int64_t pad, std::int64_t groups = 1, std::int64_t dil = 1) {
-    kc::ConvGeometry g;
-    g.batch = N, g.in_channels = C, g.in_h = g.in_w = H, g.out_channels = K, g.kernel_h = g.kernel_w = R;
-    g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad, g.groups = groups, g.dilation_h = g.dilation_w = dil;
-    return g;
-}
-
-template <class T>
-std::vector<T> values(std::int64_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<T> v(static_cast<std::size_t>(n));
-    for (auto& e : v) e = static_cast<T>(rng.uniform(-1, 1));
-    return v;
-}
-
-double rel_error(const std::vector<float>& a, const std::vector<double>& b) {
-    double worst = 0, scale = 1e-30;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-        scale = std::max(scale, std::abs(b[i]));
-    }
-    return worst / scale;
+    return testkit::conv_geometry(N, C, H, H, K, R, R, stride, pad, dil, groups);
 }
 
 // The three passes of @p algo on the same inputs (seeded), in T.
 template <class T>
 std::vector<std::vector<T>> passes(kc::ConvAlgo algo, const kc::ConvGeometry& g) {
-    const auto x = values<T>(g.input_size(), 1), w = values<T>(g.weight_size(), 2), dy = values<T>(g.output_size(), 3);
+    const auto x = testkit::random_values<T>(g.input_size(), 1), w = testkit::random_values<T>(g.weight_size(), 2), dy = testkit::random_values<T>(g.output_size(), 3);
     std::vector<std::vector<T>> out{std::vector<T>(dy.size()), std::vector<T>(x.size()), std::vector<T>(w.size())};
     kc::forward(algo, g, x.data(), w.data(), out[0].data());
     kc::backward_data(algo, g, dy.data(), w.data(), out[1].data());
@@ -70,7 +52,7 @@ double worst_error_on_grid(std::ostringstream& m) {
             if (!kc::why_unsupported(a.algo, g).empty()) continue;
             const auto f = passes<float>(a.algo, g);
             for (int p = 0; p < 3; ++p)
-                if (const double e = rel_error(f[p], oracle[p]); e > worst) worst = e, worst_where = a.name + " on " + g.str();
+                if (const double e = testkit::max_relative_error(f[p], oracle[p]); e > worst) worst = e, worst_where = a.name + " on " + g.str();
         }
     }
     m << "on " << grid.size() << " shapes (odd sizes, strides, padding, dilation, groups, depthwise, 5x5) every "

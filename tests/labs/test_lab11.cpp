@@ -13,18 +13,21 @@
 #include "graded.hpp"
 #include "kernels/cpu/conv/conv.hpp"
 #include "ops/conv.hpp"
+#include "testkit/conv_problems.hpp"
 
 namespace gl {
 namespace {
 
 namespace kc = kernels::conv;
+using testkit::random_values;
 
-kc::ConvGeometry geom(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
-                      std::int64_t S, std::int64_t stride, std::int64_t pad, std::int64_t dil, std::int64_t groups) {
-    kc::ConvGeometry g;
-    g.batch = N, g.in_channels = C, g.in_h = H, g.in_w = W, g.out_channels = K, g.kernel_h = R, g.kernel_w = S;
-    g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad, g.dilation_h = g.dilation_w = dil, g.groups = groups;
-    return g;
+// N C H W -> K R S, stride, padding, dilation, groups.
+constexpr auto geom = testkit::conv_geometry;
+
+// max |a - b| / max |b|.
+template <class A, class B>
+double relative_error(const std::vector<A>& a, const std::vector<B>& b) {
+    return testkit::max_relative_error(a, b);
 }
 
 // Odd shapes: every stride, padding, dilation and group case im2col must handle.
@@ -42,26 +45,6 @@ std::vector<kc::ConvGeometry> odd_shapes() {
 std::vector<kc::ConvGeometry> winograd_shapes() {
     return {geom(2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1), geom(1, 2, 5, 5, 3, 3, 3, 1, 0, 1, 1),
             geom(2, 4, 9, 6, 6, 3, 3, 1, 2, 1, 2), geom(1, 6, 8, 11, 6, 3, 3, 1, 1, 1, 6)};
-}
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<T> v(static_cast<std::size_t>(n));
-    for (auto& e : v) e = static_cast<T>(rng.uniform(-1, 1));
-    return v;
-}
-
-// max |a - b| / max |b|.
-template <class A, class B>
-double relative_error(const std::vector<A>& a, const std::vector<B>& b) {
-    if (a.size() != b.size()) return INFINITY;
-    double worst = 0, scale = 1e-30;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
-        scale = std::max(scale, std::abs(double(b[i])));
-    }
-    return worst / scale;
 }
 
 // The direct loops in float64: the oracle of every check.

@@ -11,19 +11,17 @@
 #include "nn/conv_layers.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
+#include "testkit/conv_problems.hpp"
 
 namespace gl {
 namespace {
 
 namespace kc = kernels::conv;
+using testkit::random_values;
+using testkit::max_relative_error;
 
-kc::ConvGeometry geom(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
-                      std::int64_t S, std::int64_t stride, std::int64_t pad, std::int64_t dil, std::int64_t groups) {
-    kc::ConvGeometry g;
-    g.batch = N, g.in_channels = C, g.in_h = H, g.in_w = W, g.out_channels = K, g.kernel_h = R, g.kernel_w = S;
-    g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad, g.dilation_h = g.dilation_w = dil, g.groups = groups;
-    return g;
-}
+// N C H W -> K R S, stride, padding, dilation, groups.
+constexpr auto geom = testkit::conv_geometry;
 
 // The grid of CONV-1: odd sizes, strides, padding, dilation, groups (depthwise included),
 // non-square filters and planes.
@@ -42,25 +40,6 @@ std::vector<kc::ConvGeometry> shape_grid() {
     };
     grid.back().stride_w = 1;
     return grid;
-}
-
-template <class T>
-std::vector<T> random_values(std::int64_t n, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<T> v(static_cast<std::size_t>(n));
-    for (auto& e : v) e = static_cast<T>(rng.uniform(-1, 1));
-    return v;
-}
-
-// Largest |a - b| relative to the largest |b|.
-template <class A, class B>
-double relative_error(const std::vector<A>& a, const std::vector<B>& b) {
-    double worst = 0, scale = 1e-30;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
-        scale = std::max(scale, std::abs(double(b[i])));
-    }
-    return worst / scale;
 }
 
 // The three passes of one algorithm, in T, on the same inputs.
@@ -87,13 +66,13 @@ TEST(Conv, EveryAlgorithmAgreesWithFloat64DirectOnTheShapeGrid) {
             if (!kc::why_unsupported(a.algo, g).empty()) continue;
             SCOPED_TRACE(a.name + " on " + g.str());
             const Passes<double> d = run_all<double>(a.algo, g);
-            EXPECT_LT(relative_error(d.y, oracle.y), 1e-12);
-            EXPECT_LT(relative_error(d.dx, oracle.dx), 1e-12);
-            EXPECT_LT(relative_error(d.dw, oracle.dw), 1e-12);
+            EXPECT_LT(max_relative_error(d.y, oracle.y), 1e-12);
+            EXPECT_LT(max_relative_error(d.dx, oracle.dx), 1e-12);
+            EXPECT_LT(max_relative_error(d.dw, oracle.dw), 1e-12);
             const Passes<float> f = run_all<float>(a.algo, g);
-            EXPECT_LT(relative_error(f.y, oracle.y), 1e-4);
-            EXPECT_LT(relative_error(f.dx, oracle.dx), 1e-4);
-            EXPECT_LT(relative_error(f.dw, oracle.dw), 1e-4);
+            EXPECT_LT(max_relative_error(f.y, oracle.y), 1e-4);
+            EXPECT_LT(max_relative_error(f.dx, oracle.dx), 1e-4);
+            EXPECT_LT(max_relative_error(f.dw, oracle.dw), 1e-4);
         }
     }
 }
