@@ -180,6 +180,9 @@ void check_train_args(const TrainArgs& a) {
         throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
                         (gl::dist::nccl_available() ? "use --backend threads or mpi"
                                                     : "this build has no NCCL either; use --backend threads or mpi"));
+    if (a.model != "mlp" && a.precision != "fp32")
+        throw gl::Error("--precision " + a.precision + " is for --model mlp: the convolution kernels are float32; "
+                        "use --precision fp32 with --model " + a.model);
     const bool parallel = a.workers > 1 || a.backend != "threads";
     if (parallel && (a.precision != "fp32" || a.memory))
         throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
