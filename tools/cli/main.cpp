@@ -467,15 +467,6 @@ int main(int argc, char** argv) {
     train->add_option("--backend", t.backend, "threads, mpi or nccl (default: mpi under mpirun, else threads)")
         ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
 
-    std::string tune_model = "cnn";
-    int tune_batch = 64, tune_threads = 0;
-    auto* tune = app.add_subcommand("conv-tune", "time every convolution algorithm on each layer of the CNN or ResNet "
-                                                 "and print the autotuner's choices");
-    tune->add_option("--model", tune_model, "cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
-    tune->add_option("--batch-size", tune_batch, "images per batch")->check(CLI::Range(1, 4096));
-    tune->add_option("--threads", tune_threads, "intra-op threads (default: the CPUs this process may use)")
-        ->check(CLI::Range(1, 256));
-
     bool quick = false;
     std::string out_dir = "results";
     std::vector<std::string> only;
@@ -490,6 +481,15 @@ int main(int argc, char** argv) {
     claims->add_option("--only", only, "claim IDs to run (e.g. FW-1 FW-2)")->check(CLI::IsMember(claim_ids));
     claims->add_option("--data", claims_data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
     claims->add_option("--seed", claims_seed, "seed for every experiment")->check(kUnsigned);
+
+    std::string tune_model = "cnn";
+    int tune_batch = 64, tune_threads = 0;
+    auto* tune = app.add_subcommand("conv-tune", "time every convolution algorithm on each layer of the CNN or ResNet "
+                                                 "and print the autotuner's choices");
+    tune->add_option("--model", tune_model, "cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
+    tune->add_option("--batch-size", tune_batch, "images per batch")->check(CLI::Range(1, 4096));
+    tune->add_option("--threads", tune_threads, "intra-op threads (default: the CPUs this process may use)")
+        ->check(CLI::Range(1, 256));
 
     try {
         app.parse(argc, argv);
