@@ -28,6 +28,8 @@
 #include "dist/parallel_training.hpp"
 #include "dist/thread_comm.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/cpu/conv/autotune.hpp"
+#include "nn/conv_layers.hpp"
 #include "memory/caching_allocator.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "kernels/gemm_lowp.hpp"
@@ -108,7 +110,22 @@ struct TrainArgs {
     bool qat = false;     // fine-tune with fake quantization, then convert to INT8
     int qat_epochs = 1;
     bool per_tensor = false;  // QAT: one weight scale per tensor instead of per channel
+    std::string model = "mlp";       // mlp (SimpleNet), cnn or resnet
+    std::string conv_algo = "auto";  // the autotuner, or a fixed convolution algorithm
+    bool verbose = false;            // print the autotuner's table after training
 };
+
+// The model of --model for examples of @p features values (square images for the conv nets).
+std::shared_ptr<gl::nn::Module> make_model(const std::string& model, gl::Rng& rng, std::int64_t features) {
+    if (model == "mlp") return gl::nn::make_simple_net(rng, features);
+    const auto side = static_cast<std::int64_t>(std::lround(std::sqrt(static_cast<double>(features))));
+    if (side * side != features || side % 4 != 0)
+        throw gl::Error(fmt::format("--model {} needs square images with a side divisible by 4, and the examples "
+                                    "have {} values; use --model mlp",
+                                    model, features));
+    if (model == "cnn") return gl::nn::make_cnn(rng, side);
+    return gl::nn::make_resnet(rng, side);
+}
 
 // A one-line progress bar, redrawn in place on a terminal, printed once otherwise.
 class ProgressBar {
@@ -148,15 +165,15 @@ int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
     gl::dist::ParallelFitOptions o;
     o.fit = fit;
     o.parallel = a.parallel;
-    const auto make_model = [&] {
+    const auto new_model = [&] {
         gl::Rng rng(a.seed);
-        return std::shared_ptr<gl::nn::Module>(gl::nn::make_simple_net(rng, train->example_shape().back()));
+        return make_model(a.model, rng, train->example_shape().back());
     };
     const auto report = [&](gl::dist::Communicator& comm) {
         if (comm.rank() == 0)
             fmt::print("parallel: {} over {} workers ({} backend); global batch {}\n", a.parallel, comm.size(),
                        comm.backend(), a.batch_size);
-        gl::dist::fit_parallel(comm, make_model, train, &test, o,
+        gl::dist::fit_parallel(comm, new_model, train, &test, o,
                                [&](const gl::training::EpochReport& e) { print_epoch(e, a.epochs); });
         if (comm.rank() == 0)
             fmt::print("rank 0 sent {:.1f} MB and received {:.1f} MB in {} messages\n", comm.stats().bytes_sent * 1e-6,
@@ -183,12 +200,21 @@ void check_train_args(const TrainArgs& a) {
         throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
                         (gl::dist::nccl_available() ? "use --backend threads or mpi"
                                                     : "this build has no NCCL either; use --backend threads or mpi"));
+    if (a.model != "mlp" && a.precision != "fp32")
+        throw gl::Error("--precision " + a.precision + " is for --model mlp: the convolution kernels are float32; "
+                        "use --precision fp32 with --model " + a.model);
     const bool parallel = a.workers > 1 || a.backend != "threads";
     if (parallel && (a.precision != "fp32" || a.memory))
         throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
                         "without memory accounting");
     if ((a.qat || !a.save.empty()) && parallel)
         throw gl::Error("--qat and --save are for one worker; drop --workers/--backend");
+    if (a.model != "mlp" && a.device != "cpu")
+        throw gl::Error("--model " + a.model + " trains on the CPU: the convolution, pooling and batch-norm ops have "
+                        "no device kernels yet; use --device cpu, or --model mlp on --device " + a.device);
+    if (a.model != "mlp" && (a.qat || !a.save.empty()))
+        throw gl::Error("--qat and --save are for --model mlp (the quantized model file holds Linear layers); "
+                        "drop them or use --model mlp");
     if (a.qat && a.precision != "fp32")
         throw gl::Error("--qat fine-tunes in fp32 with fake INT8 quantization; drop --precision");
     if (!a.qat && (a.per_tensor || a.qat_epochs != 1))
@@ -230,6 +256,7 @@ int cmd_train(TrainArgs a) {
     check_train_args(a);
     if (!a.gemm.empty()) gl::kernels::set_default_gemm(a.gemm);
     if (a.threads > 0) gl::set_num_threads(a.threads);
+    gl::kernels::conv::set_conv_algorithm(a.conv_algo);
     const std::string dir = a.data.empty() ? gl::default_fashion_mnist_dir().string() : a.data;
     std::shared_ptr<const gl::Dataset> train = std::make_shared<gl::MnistDataset>(dir, gl::MnistSplit::Train);
     if (a.limit > 0 && static_cast<std::size_t>(a.limit) < train->size())
@@ -250,7 +277,7 @@ int cmd_train(TrainArgs a) {
     gl::memory::DefaultAllocatorScope use(a.memory ? static_cast<gl::Allocator&>(tracker) : direct_or_cached);
     gl::memory::MemoryStats per_step;  // the largest of each step's peaks
     gl::Rng rng(a.seed);
-    auto net = gl::nn::make_simple_net(rng, train->example_shape().back());
+    auto net = make_model(a.model, rng, train->example_shape().back());
     fmt::print("model:  {} ({} parameters)\n", net->describe(), net->parameter_count());
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
     fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
@@ -290,12 +317,35 @@ int cmd_train(TrainArgs a) {
                    gl::training::format_memory_table(per_step, false));
         fmt::print("  (each category's peak is its own; the total's is the most held at once)\n");
     }
+    if (a.verbose && a.model != "mlp")
+        fmt::print("convolution algorithms ({}):\n{}", a.conv_algo == "auto" ? "autotuned: the fastest measured"
+                                                                             : "fixed: " + a.conv_algo,
+                   gl::kernels::conv::format_tune_table(gl::kernels::conv::tune_table()));
     if (a.allocator == "caching") {
         const auto c = cache.stats();
         fmt::print("caching allocator: {} hits, {} misses (hit rate {:.4f}), {} cached, peak reserved {}\n", c.hits,
                    c.misses, c.hit_rate(), gl::training::format_bytes(static_cast<double>(c.bytes_cached)),
                    gl::training::format_bytes(static_cast<double>(c.peak_reserved)));
     }
+    return 0;
+}
+
+// conv-tune: one training step of the model on a batch of zeros with the autotuner on,
+// so every layer's three passes are timed, then the table of choices.
+int cmd_conv_tune(const std::string& model, int batch, int threads) {
+    if (threads > 0) gl::set_num_threads(threads);
+    gl::kernels::conv::set_conv_algorithm("auto");
+    gl::kernels::conv::clear_tune_cache();
+    gl::Rng rng(0);
+    auto net = make_model(model, rng, 28 * 28);
+    const gl::Tensor images = gl::zeros({batch, 28 * 28});
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(batch), 0);
+    const gl::Tensor targets = gl::from_vector<std::int32_t>(labels, {batch});
+    gl::nn::CrossEntropyLoss loss;
+    loss((*net)(images), targets).backward();
+    fmt::print("convolution algorithms for {} on 28x28 images, batch {}, {} threads (each time the best of 2 runs "
+               "after a warm-up):\n{}",
+               model, batch, gl::get_num_threads(), gl::kernels::conv::format_tune_table(gl::kernels::conv::tune_table()));
     return 0;
 }
 
@@ -497,7 +547,7 @@ int main(int argc, char** argv) {
     app.add_subcommand("info", "CPU model and features, cores, caches, CUDA devices");
 
     TrainArgs t;
-    auto* train = app.add_subcommand("train", "train SimpleNet (784-128-10) on an MNIST-format dataset");
+    auto* train = app.add_subcommand("train", "train SimpleNet (784-128-10), a CNN or a small ResNet on an MNIST-format dataset");
     train->add_option("--epochs", t.epochs, "passes over the training set")->check(CLI::Range(1, 1000));
     train->add_option("--batch-size", t.batch_size, "examples per step (with several workers: over all of them)")->check(CLI::Range(1, 1 << 20));
     train->add_option("--lr", t.lr, "learning rate")->check(kPositiveFinite);
@@ -525,6 +575,13 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1024));
     train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers) or ddp (all-reduce)")
         ->check(CLI::IsMember({"dp", "ddp"}));
+    train->add_option("--model", t.model, "mlp (SimpleNet 784-128-10), cnn (2 conv + pool + FC) or resnet (small, with batch norm)")
+        ->check(CLI::IsMember({"mlp", "cnn", "resnet"}));
+    std::vector<std::string> conv_names{"auto"};
+    for (const auto& c : gl::kernels::conv::conv_algorithms()) conv_names.push_back(c.name);
+    train->add_option("--conv-algo", t.conv_algo, "convolution algorithm: auto (time each on first use, keep the fastest) or a fixed one")
+        ->check(CLI::IsMember(conv_names));
+    train->add_flag("--verbose", t.verbose, "print the convolution algorithm chosen for each layer and pass");
     train->add_option("--backend", t.backend, "threads, mpi or nccl (default: mpi under mpirun, else threads)")
         ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
     train->add_option("--save", t.save, "write the trained model to this .glm file (INT8 with --qat)");
@@ -580,6 +637,14 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"minmax", "moving_average", "percentile", "mse"}));
     quantize->add_flag("--per-channel", qa.per_channel, "one weight scale per output channel (default: per tensor)");
     quantize->add_option("--data", qa.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+    std::string tune_model = "cnn";
+    int tune_batch = 64, tune_threads = 0;
+    auto* tune = app.add_subcommand("conv-tune", "time every convolution algorithm on each layer of the CNN or ResNet "
+                                                 "and print the autotuner's choices");
+    tune->add_option("--model", tune_model, "cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
+    tune->add_option("--batch-size", tune_batch, "images per batch")->check(CLI::Range(1, 4096));
+    tune->add_option("--threads", tune_threads, "intra-op threads (default: the CPUs this process may use)")
+        ->check(CLI::Range(1, 256));
 
     try {
         app.parse(argc, argv);
@@ -590,6 +655,7 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("quantize")) return gl::cli::cmd_quantize(qa);
+        if (app.got_subcommand("conv-tune")) return cmd_conv_tune(tune_model, tune_batch, tune_threads);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
         if (throughput->parsed())
             return cmd_throughput(throughput_dir, throughput_workers, throughput_batches, throughput_batch_size);

@@ -1,0 +1,123 @@
+// conv2d: the tensor-level op. The forward and both gradients run through the kernel
+// family of kernels/cpu/conv/, each pass through the algorithm the autotuner (or the
+// caller) picked for that pass and shape:
+//   dL/dx = backward_data(dL/dy, w)     (the transposed convolution)
+//   dL/dw = backward_weight(x, dL/dy)   (x correlated with the output gradient)
+// The bias is added to each output plane in place; its gradient is the sum of the
+// output gradient over the images and the plane.
+#include <algorithm>
+#include <vector>
+
+#include "autograd/node.hpp"
+#include "kernels/cpu/conv/autotune.hpp"
+#include "ops/conv.hpp"
+#include "ops/ops.hpp"
+
+namespace gl {
+namespace {
+
+namespace kc = kernels::conv;
+
+kc::ConvGeometry geometry_of(const Tensor& x, const Tensor& w, const Conv2dOptions& o) {
+    kc::ConvGeometry g;
+    g.batch = x.shape()[0], g.in_channels = x.shape()[1], g.in_h = x.shape()[2], g.in_w = x.shape()[3];
+    g.out_channels = w.shape()[0], g.kernel_h = w.shape()[2], g.kernel_w = w.shape()[3];
+    g.stride_h = o.stride[0], g.stride_w = o.stride[1], g.pad_h = o.padding[0], g.pad_w = o.padding[1];
+    g.dilation_h = o.dilation[0], g.dilation_w = o.dilation[1], g.groups = o.groups;
+    return g;
+}
+
+void check_inputs(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& o) {
+    check(x.dim() == 4, "conv2d: the input must be 4-d [N, C, H, W], got " + shape_str(x.shape()));
+    check(w.dim() == 4, "conv2d: the weight must be 4-d [K, C/groups, R, S], got " + shape_str(w.shape()));
+    check(x.dtype() == w.dtype() && (x.dtype() == DType::Float32 || x.dtype() == DType::Float64),
+          "conv2d: input and weight must both be float32 or both float64, got " + name_of(x.dtype()) + " and " +
+              name_of(w.dtype()));
+    check(o.groups >= 1 && w.shape()[1] * o.groups == x.shape()[1],
+          "conv2d: the weight has " + std::to_string(w.shape()[1]) + " input channels per group and groups is " +
+              std::to_string(o.groups) + ", but the input has " + std::to_string(x.shape()[1]) + " channels");
+    check(!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == w.shape()[0] && bias.dtype() == w.dtype()),
+          "conv2d: the bias must be 1-d, of the weight's dtype, with one entry per filter (" + std::to_string(w.shape()[0]) + ")");
+}
+
+// The algorithm for one pass: the caller's, or the autotuner's choice.
+kc::ConvAlgo algorithm_for(kc::ConvPass pass, const kc::ConvGeometry& g, DType dtype, const std::string& requested) {
+    if (!requested.empty()) return kc::find_conv_algorithm(requested).algo;
+    return kc::choose(pass, g, dtype == DType::Float64);
+}
+
+// y[n, k, :, :] += bias[k].
+template <class T>
+void add_bias(const kc::ConvGeometry& g, const T* bias, T* y) {
+    const std::int64_t plane = g.out_h() * g.out_w();
+    for (std::int64_t nk = 0; nk < g.batch * g.out_channels; ++nk)
+        for (std::int64_t i = 0; i < plane; ++i) y[nk * plane + i] += bias[nk % g.out_channels];
+}
+
+// db[k] = sum over n, p, q of dy[n, k, p, q].
+template <class T>
+Tensor bias_gradient(const kc::ConvGeometry& g, const T* dy, DType dtype) {
+    const std::int64_t plane = g.out_h() * g.out_w();
+    std::vector<double> sums(static_cast<std::size_t>(g.out_channels), 0.0);
+    for (std::int64_t nk = 0; nk < g.batch * g.out_channels; ++nk)
+        for (std::int64_t i = 0; i < plane; ++i) sums[static_cast<std::size_t>(nk % g.out_channels)] += dy[nk * plane + i];
+    Tensor db = empty({g.out_channels}, dtype);
+    std::copy(sums.begin(), sums.end(), db.data<T>());
+    return db;
+}
+
+struct Conv2dBackward final : Node {
+    Tensor x, w;
+    bool has_bias = false;
+    kc::ConvGeometry geometry;
+    std::string algorithm;
+    std::string name() const override { return "Conv2dBackward"; }
+    std::vector<Tensor> backward(const Tensor& grad) override {
+        const Tensor g = grad.contiguous();
+        Tensor dx, dw, db;
+        dispatch_floating(x.dtype(), "conv2d backward", [&]<class T>() {
+            if (next[0]) {
+                dx = empty(x.shape(), x.dtype());
+                kc::backward_data(algorithm_for(kc::ConvPass::BackwardData, geometry, x.dtype(), algorithm), geometry,
+                                  g.data<T>(), w.data<T>(), dx.data<T>());
+            }
+            if (next[1]) {
+                dw = empty(w.shape(), w.dtype());
+                kc::backward_weight(algorithm_for(kc::ConvPass::BackwardWeight, geometry, x.dtype(), algorithm),
+                                    geometry, x.data<T>(), g.data<T>(), dw.data<T>());
+            }
+            if (has_bias && next[2]) db = bias_gradient(geometry, g.data<T>(), x.dtype());
+        });
+        if (!has_bias) return {dx, dw};
+        return {dx, dw, db};
+    }
+};
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Conv2dOptions& options) {
+    check_inputs(x_in, w_in, bias, options);
+    const Tensor x = x_in.contiguous(), w = w_in.contiguous();
+    const kc::ConvGeometry g = geometry_of(x, w, options);
+    g.validate();
+    Tensor y = empty({g.batch, g.out_channels, g.out_h(), g.out_w()}, x.dtype());
+    dispatch_floating(x.dtype(), "conv2d", [&]<class T>() {
+        kc::forward(algorithm_for(kc::ConvPass::Forward, g, x.dtype(), options.algorithm), g, x.data<T>(), w.data<T>(),
+                    y.data<T>());
+        if (bias.defined()) add_bias(g, bias.contiguous().data<T>(), y.data<T>());
+    });
+    std::vector<Tensor> inputs = {x_in, w_in};
+    if (bias.defined()) inputs.push_back(bias);
+    if (should_record(inputs)) {
+        auto node = std::make_shared<Conv2dBackward>();
+        node->x = save_for_backward(x);
+        node->w = save_for_backward(w);
+        node->geometry = g;
+        node->algorithm = options.algorithm;
+        node->has_bias = bias.defined();
+        record(y, node, inputs);
+    }
+    return y;
+}
+
+}  // namespace gl

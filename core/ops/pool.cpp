@@ -1,0 +1,154 @@
+// Pooling over windows of NCHW planes, and flatten.
+//
+// Max pooling keeps the largest value of each window and remembers where it was: the
+// gradient flows back to that one element. Average pooling spreads each output's
+// gradient evenly over its window (padding included in the count, as PyTorch does).
+#include <limits>
+
+#include "autograd/node.hpp"
+#include "ops/conv.hpp"
+#include "ops/ops.hpp"
+
+namespace gl {
+namespace {
+
+// The windows of one pooling call.
+struct PoolGeometry {
+    std::int64_t planes, H, W, kernel, stride, pad, P, Q;
+    PoolGeometry(const Tensor& x, std::int64_t k, std::int64_t s, std::int64_t p, const char* op)
+        : planes(0), H(0), W(0), kernel(k), stride(s == 0 ? k : s), pad(p), P(0), Q(0) {
+        check(x.dim() == 4, std::string(op) + ": the input must be 4-d [N, C, H, W], got " + shape_str(x.shape()));
+        check(kernel >= 1 && stride >= 1 && pad >= 0 && 2 * pad <= kernel,
+              std::string(op) + ": need kernel >= 1, stride >= 1 and 0 <= padding <= kernel / 2");
+        planes = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+        check(H + 2 * pad >= kernel && W + 2 * pad >= kernel,
+              std::string(op) + ": the window is larger than the padded input " + shape_str(x.shape()));
+        P = (H + 2 * pad - kernel) / stride + 1, Q = (W + 2 * pad - kernel) / stride + 1;
+    }
+    Shape out_shape(const Tensor& x) const { return {x.shape()[0], x.shape()[1], P, Q}; }
+};
+
+struct MaxPoolBackward final : Node {
+    Tensor argmax;  // int32 [N, C, P, Q]: index within its input plane of each maximum
+    Shape input_shape;
+    std::string name() const override { return "MaxPoolBackward"; }
+    std::vector<Tensor> backward(const Tensor& grad) override {
+        const Tensor g = grad.contiguous();
+        Tensor dx = zeros(input_shape, g.dtype());
+        const std::int64_t plane_in = input_shape[2] * input_shape[3], plane_out = g.shape()[2] * g.shape()[3];
+        dispatch_floating(g.dtype(), "max_pool2d backward", [&]<class T>() {
+            const std::int32_t* where = argmax.data<std::int32_t>();
+            const T* gy = g.data<T>();
+            T* gx = dx.data<T>();
+            for (std::int64_t i = 0; i < g.numel(); ++i) gx[(i / plane_out) * plane_in + where[i]] += gy[i];
+        });
+        return {dx};
+    }
+};
+
+struct AvgPoolBackward final : Node {
+    PoolGeometry geometry;
+    Shape input_shape;
+    explicit AvgPoolBackward(PoolGeometry pg) : geometry(pg) {}
+    std::string name() const override { return "AvgPoolBackward"; }
+    std::vector<Tensor> backward(const Tensor& grad) override;
+};
+
+// Calls fn(ih, iw) for each in-image position of window (p, q).
+template <class Fn>
+void for_each_in_window(const PoolGeometry& pg, std::int64_t p, std::int64_t q, Fn&& fn) {
+    for (std::int64_t i = 0; i < pg.kernel; ++i) {
+        const std::int64_t ih = p * pg.stride - pg.pad + i;
+        if (ih < 0 || ih >= pg.H) continue;
+        for (std::int64_t j = 0; j < pg.kernel; ++j) {
+            const std::int64_t iw = q * pg.stride - pg.pad + j;
+            if (iw >= 0 && iw < pg.W) fn(ih, iw);
+        }
+    }
+}
+
+std::vector<Tensor> AvgPoolBackward::backward(const Tensor& grad) {
+    const Tensor g = grad.contiguous();
+    Tensor dx = zeros(input_shape, g.dtype());
+    const PoolGeometry& pg = geometry;
+    dispatch_floating(g.dtype(), "avg_pool2d backward", [&]<class T>() {
+        const T share = T(1) / static_cast<T>(pg.kernel * pg.kernel);
+        const T* gy = g.data<T>();
+        T* gx = dx.data<T>();
+        for (std::int64_t plane = 0; plane < pg.planes; ++plane)
+            for (std::int64_t p = 0; p < pg.P; ++p)
+                for (std::int64_t q = 0; q < pg.Q; ++q) {
+                    const T each = gy[(plane * pg.P + p) * pg.Q + q] * share;
+                    T* in = gx + plane * pg.H * pg.W;
+                    for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { in[ih * pg.W + iw] += each; });
+                }
+    });
+    return {dx};
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+    const PoolGeometry pg(x_in, kernel, stride, padding, "max_pool2d");
+    const Tensor x = x_in.contiguous();
+    Tensor y = empty(pg.out_shape(x), x.dtype());
+    Tensor argmax = empty(pg.out_shape(x), DType::Int32);
+    dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
+        std::int32_t* where = argmax.data<std::int32_t>();
+        const T* input = x.data<T>();
+        T* output = y.data<T>();
+        for (std::int64_t plane = 0; plane < pg.planes; ++plane) {
+            const T* in = input + plane * pg.H * pg.W;
+            for (std::int64_t p = 0; p < pg.P; ++p)
+                for (std::int64_t q = 0; q < pg.Q; ++q) {
+                    T best = -std::numeric_limits<T>::infinity();
+                    std::int64_t best_at = -1;
+                    for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) {
+                        if (best_at < 0 || in[ih * pg.W + iw] > best) best = in[ih * pg.W + iw], best_at = ih * pg.W + iw;
+                    });
+                    const std::int64_t out = (plane * pg.P + p) * pg.Q + q;
+                    output[out] = best;
+                    where[out] = static_cast<std::int32_t>(best_at);
+                }
+        }
+    });
+    if (should_record({x_in})) {
+        auto node = std::make_shared<MaxPoolBackward>();
+        node->argmax = save_for_backward(argmax);
+        node->input_shape = x.shape();
+        record(y, node, {x_in});
+    }
+    return y;
+}
+
+Tensor avg_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+    const PoolGeometry pg(x_in, kernel, stride, padding, "avg_pool2d");
+    const Tensor x = x_in.contiguous();
+    Tensor y = empty(pg.out_shape(x), x.dtype());
+    dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
+        const T* input = x.data<T>();
+        T* output = y.data<T>();
+        for (std::int64_t plane = 0; plane < pg.planes; ++plane) {
+            const T* in = input + plane * pg.H * pg.W;
+            for (std::int64_t p = 0; p < pg.P; ++p)
+                for (std::int64_t q = 0; q < pg.Q; ++q) {
+                    T sum = 0;
+                    for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { sum += in[ih * pg.W + iw]; });
+                    output[(plane * pg.P + p) * pg.Q + q] = sum / static_cast<T>(pg.kernel * pg.kernel);
+                }
+        }
+    });
+    if (should_record({x_in})) {
+        auto node = std::make_shared<AvgPoolBackward>(pg);
+        node->input_shape = x.shape();
+        record(y, node, {x_in});
+    }
+    return y;
+}
+
+Tensor flatten(const Tensor& x) {
+    check(x.dim() >= 1, "flatten: the input needs a batch dimension");
+    return reshape(x, {x.shape()[0], -1});
+}
+
+}  // namespace gl

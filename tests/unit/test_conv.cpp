@@ -1,0 +1,277 @@
+// The convolution family: every algorithm against the direct loops in float64 and
+// float32, float64 gradcheck of every algorithm's gradients through the op, the
+// multiply counts, the autotuner, pooling, batch norm, dropout and the models.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/gradcheck.hpp"
+#include "kernels/cpu/conv/autotune.hpp"
+#include "kernels/cpu/conv/conv.hpp"
+#include "nn/conv_layers.hpp"
+#include "ops/conv.hpp"
+#include "ops/ops.hpp"
+#include "testkit/conv_problems.hpp"
+
+namespace gl {
+namespace {
+
+namespace kc = kernels::conv;
+using testkit::random_values;
+using testkit::max_relative_error;
+
+// N C H W -> K R S, stride, padding, dilation, groups.
+constexpr auto geom = testkit::conv_geometry;
+
+// The grid of CONV-1: odd sizes, strides, padding, dilation, groups (depthwise included),
+// non-square filters and planes.
+std::vector<kc::ConvGeometry> shape_grid() {
+    std::vector<kc::ConvGeometry> grid = {
+        geom(2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1),    // odd planes, same padding
+        geom(1, 2, 5, 5, 3, 3, 3, 1, 0, 1, 1),    // valid, one tile and a piece
+        geom(2, 4, 11, 6, 6, 3, 3, 1, 2, 1, 2),   // groups, padding 2
+        geom(1, 6, 9, 9, 6, 3, 3, 1, 1, 1, 6),    // depthwise
+        geom(2, 3, 9, 8, 5, 3, 3, 2, 1, 1, 1),    // stride 2
+        geom(1, 2, 10, 9, 3, 3, 3, 1, 2, 2, 1),   // dilation 2
+        geom(2, 3, 8, 7, 4, 5, 3, 1, 2, 1, 1),    // 5x3 filter
+        geom(1, 4, 7, 7, 8, 1, 1, 1, 0, 1, 1),    // 1x1
+        geom(2, 5, 13, 13, 7, 3, 3, 3, 0, 1, 1),  // stride 3
+        geom(1, 8, 14, 14, 4, 3, 3, 1, 1, 1, 4),  // groups 4
+    };
+    grid.back().stride_w = 1;
+    return grid;
+}
+
+// The three passes of one algorithm, in T, on the same inputs.
+template <class T>
+struct Passes {
+    std::vector<T> y, dx, dw;
+};
+
+template <class T>
+Passes<T> run_all(kc::ConvAlgo algo, const kc::ConvGeometry& g) {
+    const auto x = random_values<T>(g.input_size(), 1), w = random_values<T>(g.weight_size(), 2);
+    const auto dy = random_values<T>(g.output_size(), 3);
+    Passes<T> out{std::vector<T>(dy.size()), std::vector<T>(x.size()), std::vector<T>(w.size())};
+    kc::forward(algo, g, x.data(), w.data(), out.y.data());
+    kc::backward_data(algo, g, dy.data(), w.data(), out.dx.data());
+    kc::backward_weight(algo, g, x.data(), dy.data(), out.dw.data());
+    return out;
+}
+
+TEST(Conv, EveryAlgorithmAgreesWithFloat64DirectOnTheShapeGrid) {
+    for (const kc::ConvGeometry& g : shape_grid()) {
+        const Passes<double> oracle = run_all<double>(kc::ConvAlgo::Direct, g);
+        for (const kc::ConvAlgorithm& a : kc::conv_algorithms()) {
+            if (!kc::why_unsupported(a.algo, g).empty()) continue;
+            SCOPED_TRACE(a.name + " on " + g.str());
+            const Passes<double> d = run_all<double>(a.algo, g);
+            EXPECT_LT(max_relative_error(d.y, oracle.y), 1e-12);
+            EXPECT_LT(max_relative_error(d.dx, oracle.dx), 1e-12);
+            EXPECT_LT(max_relative_error(d.dw, oracle.dw), 1e-12);
+            const Passes<float> f = run_all<float>(a.algo, g);
+            EXPECT_LT(max_relative_error(f.y, oracle.y), 1e-4);
+            EXPECT_LT(max_relative_error(f.dx, oracle.dx), 1e-4);
+            EXPECT_LT(max_relative_error(f.dw, oracle.dw), 1e-4);
+        }
+    }
+}
+
+TEST(Conv, WinogradRefusesWhatItCannotDo) {
+    EXPECT_NE(kc::why_unsupported(kc::ConvAlgo::WinogradF2, geom(1, 1, 8, 8, 1, 3, 3, 2, 1, 1, 1)), "");
+    EXPECT_NE(kc::why_unsupported(kc::ConvAlgo::WinogradF4, geom(1, 1, 8, 8, 1, 5, 5, 1, 1, 1, 1)), "");
+    EXPECT_NE(kc::why_unsupported(kc::ConvAlgo::WinogradF4, geom(1, 1, 8, 8, 1, 3, 3, 1, 2, 2, 1)), "");
+    std::vector<float> buf(64 * 4);
+    EXPECT_THROW(kc::forward(kc::ConvAlgo::WinogradF2, geom(1, 1, 8, 8, 1, 3, 3, 2, 1, 1, 1), buf.data(), buf.data(),
+                             buf.data()),
+                 Error);
+}
+
+TEST(Conv, BadGeometriesAreRefusedWithAMessage) {
+    EXPECT_THROW(geom(1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 2).validate(), Error);  // groups does not divide C
+    EXPECT_THROW(geom(1, 1, 2, 2, 1, 5, 5, 1, 0, 1, 1).validate(), Error);  // filter larger than input
+    EXPECT_THROW(kc::find_conv_algorithm("winograd"), Error);
+    EXPECT_THROW(kc::set_conv_algorithm("fast"), Error);
+}
+
+// float64 tensors of the geometry's input and weight, requiring grad.
+std::vector<Tensor> conv_inputs(const kc::ConvGeometry& g, std::uint64_t seed) {
+    Rng rng(seed);
+    Tensor x = randn({g.batch, g.in_channels, g.in_h, g.in_w}, rng, 1.0, DType::Float64).set_requires_grad();
+    Tensor w = randn({g.out_channels, g.group_in(), g.kernel_h, g.kernel_w}, rng, 1.0, DType::Float64).set_requires_grad();
+    Tensor b = randn({g.out_channels}, rng, 1.0, DType::Float64).set_requires_grad();
+    return {x, w, b};
+}
+
+Conv2dOptions options_of(const kc::ConvGeometry& g, const std::string& algorithm) {
+    Conv2dOptions o;
+    o.stride = {g.stride_h, g.stride_w}, o.padding = {g.pad_h, g.pad_w}, o.dilation = {g.dilation_h, g.dilation_w};
+    o.groups = g.groups, o.algorithm = algorithm;
+    return o;
+}
+
+TEST(Conv, GradcheckOfEveryAlgorithmInFloat64) {
+    const std::vector<kc::ConvGeometry> shapes = {geom(2, 2, 5, 6, 4, 3, 3, 1, 1, 1, 2), geom(1, 2, 7, 5, 2, 3, 3, 2, 1, 1, 1),
+                                                  geom(1, 1, 6, 6, 2, 3, 3, 1, 2, 2, 1)};
+    for (const kc::ConvGeometry& g : shapes)
+        for (const kc::ConvAlgorithm& a : kc::conv_algorithms()) {
+            if (!kc::why_unsupported(a.algo, g).empty()) continue;
+            SCOPED_TRACE(a.name + " on " + g.str());
+            const auto fn = [&](const std::vector<Tensor>& v) { return conv2d(v[0], v[1], v[2], options_of(g, a.name)); };
+            const GradcheckResult r = gradcheck(fn, conv_inputs(g, 5));
+            EXPECT_TRUE(r.ok) << r.message;
+            EXPECT_GT(r.checked, 0);
+        }
+}
+
+TEST(Conv, OpChecksItsInputs) {
+    const Tensor x = zeros({1, 3, 5, 5}), w = zeros({4, 2, 3, 3});
+    EXPECT_THROW(conv2d(x, w, Tensor()), Error);        // 2 channels per group, 3 in the input
+    EXPECT_THROW(conv2d(zeros({3, 5, 5}), zeros({4, 3, 3, 3}), Tensor()), Error);  // not 4-d
+    EXPECT_THROW(conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), zeros({3})), Error);  // bias size
+    EXPECT_EQ(conv2d(zeros({1, 3, 5, 5}), zeros({4, 3, 3, 3}), zeros({4})).shape(), (Shape{1, 4, 3, 3}));
+}
+
+// Multiplies of one pass of @p algo.
+std::int64_t counted(kc::ConvAlgo algo, const kc::ConvGeometry& g, kc::ConvPass pass) {
+    const auto x = random_values<float>(g.input_size(), 1), w = random_values<float>(g.weight_size(), 2);
+    std::vector<float> y(static_cast<std::size_t>(g.output_size())), dx(x.size()), dw(w.size());
+    kc::reset_multiplies();
+    if (pass == kc::ConvPass::Forward) kc::forward(algo, g, x.data(), w.data(), y.data());
+    if (pass == kc::ConvPass::BackwardData) kc::backward_data(algo, g, y.data(), w.data(), dx.data());
+    if (pass == kc::ConvPass::BackwardWeight) kc::backward_weight(algo, g, x.data(), y.data(), dw.data());
+    return kc::multiplies();
+}
+
+TEST(Conv, WinogradCountsTwoAndAQuarterAndFourTimesFewerMultiplies) {
+    // No padding and an output of 16x16, a multiple of both tile sizes: every tile is whole.
+    const kc::ConvGeometry g = geom(2, 8, 18, 18, 16, 3, 3, 1, 0, 1, 1);
+    for (kc::ConvPass pass : {kc::ConvPass::Forward, kc::ConvPass::BackwardData, kc::ConvPass::BackwardWeight}) {
+        SCOPED_TRACE(kc::pass_name(pass));
+        const std::int64_t direct = counted(kc::ConvAlgo::Direct, g, pass);
+        EXPECT_EQ(direct, g.direct_multiplies());  // 2 16 16 16 8 9
+        EXPECT_EQ(counted(kc::ConvAlgo::Im2col, g, pass), direct);
+        EXPECT_EQ(counted(kc::ConvAlgo::WinogradF2, g, pass) * 9, direct * 4);   // 16 per 4 outputs vs 9 per output
+        EXPECT_EQ(counted(kc::ConvAlgo::WinogradF4, g, pass) * 4, direct);       // 36 per 16 outputs
+        // FFT: a 32x32 transform per (image, k, c): 4 real multiplies per point.
+        EXPECT_EQ(counted(kc::ConvAlgo::Fft, g, pass), 4 * 32 * 32 * g.batch * g.out_channels * g.in_channels);
+    }
+}
+
+TEST(Conv, DirectSkipsThePaddingTaps) {
+    const kc::ConvGeometry g = geom(1, 1, 3, 3, 1, 3, 3, 1, 1, 1, 1);
+    // Of the 9 outputs' 81 taps, 81 - 4 corners x 5 - 4 edges x 3 = 49 land inside.
+    EXPECT_EQ(counted(kc::ConvAlgo::Direct, g, kc::ConvPass::Forward), 49);
+    EXPECT_EQ(g.direct_multiplies(), 81);
+}
+
+TEST(ConvAutotune, PicksTheFastestMeasuredAndCachesIt) {
+    kc::clear_tune_cache();
+    kc::set_conv_algorithm("auto");
+    const kc::ConvGeometry g = geom(2, 4, 12, 12, 8, 3, 3, 1, 1, 1, 1);
+    const kc::ConvAlgo pick = kc::choose(kc::ConvPass::Forward, g, false);
+    const auto table = kc::tune_table();
+    ASSERT_EQ(table.size(), 1u);
+    EXPECT_EQ(table[0].seconds.size(), kc::conv_algorithms().size());  // all five support 3x3 stride 1
+    double best = 1e9;
+    std::string fastest;
+    for (const auto& [name, s] : table[0].seconds)
+        if (s < best) best = s, fastest = name;
+    EXPECT_EQ(kc::conv_algorithm(pick).name, fastest);
+    EXPECT_EQ(kc::choose(kc::ConvPass::Forward, g, false), pick);  // cached: no new row
+    EXPECT_EQ(kc::tune_table().size(), 1u);
+    EXPECT_NE(kc::format_tune_table(kc::tune_table()).find("-> " + fastest), std::string::npos);
+    // A strided problem times only the algorithms that support it.
+    kc::choose(kc::ConvPass::Forward, geom(1, 2, 9, 9, 2, 3, 3, 2, 1, 1, 1), false);
+    EXPECT_EQ(kc::tune_table().back().seconds.size(), 3u);
+    kc::clear_tune_cache();
+}
+
+TEST(ConvAutotune, AFixedAlgorithmIsUsedWhereItCanRun) {
+    kc::set_conv_algorithm("winograd_f4");
+    EXPECT_EQ(kc::choose(kc::ConvPass::Forward, geom(1, 2, 9, 9, 2, 3, 3, 1, 1, 1, 1), false), kc::ConvAlgo::WinogradF4);
+    EXPECT_EQ(kc::choose(kc::ConvPass::Forward, geom(1, 2, 9, 9, 2, 3, 3, 2, 1, 1, 1), false), kc::ConvAlgo::Im2col);
+    EXPECT_TRUE(kc::tune_table().empty());
+    kc::set_conv_algorithm("auto");
+}
+
+TEST(Pooling, MaxAndAverageForwardAndGradcheck) {
+    const Tensor x = from_vector<double>({1, 5, 2, 0, 3, 4, 7, 1, 2, 2, 6, 8, 0, 9, 1, 1}, {1, 1, 4, 4});
+    EXPECT_EQ(max_pool2d(x, 2).to_vector<double>(), (std::vector<double>{5, 7, 9, 8}));
+    EXPECT_EQ(avg_pool2d(x, 2).to_vector<double>(), (std::vector<double>{13.0 / 4, 10.0 / 4, 13.0 / 4, 16.0 / 4}));
+    Rng rng(3);
+    const Tensor r = randn({2, 3, 7, 6}, rng, 1.0, DType::Float64).set_requires_grad();
+    for (auto [k, s, p] : {std::tuple{2, 2, 0}, std::tuple{3, 2, 1}, std::tuple{3, 1, 0}}) {
+        SCOPED_TRACE("kernel " + std::to_string(k) + " stride " + std::to_string(s) + " pad " + std::to_string(p));
+        EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return max_pool2d(v[0], k, s, p); }, {r}).ok);
+        EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return avg_pool2d(v[0], k, s, p); }, {r}).ok);
+    }
+    EXPECT_THROW(max_pool2d(zeros({1, 1, 2, 2}), 3), Error);
+    EXPECT_EQ(flatten(zeros({2, 3, 4, 5})).shape(), (Shape{2, 60}));
+}
+
+TEST(BatchNorm, TrainingNormalizesAndUpdatesTheRunningStatistics) {
+    Rng rng(4);
+    const Tensor x = (randn({4, 3, 5, 5}, rng, 2.0, DType::Float64) + 3.0);
+    const Tensor gamma = ones({3}, DType::Float64), beta = zeros({3}, DType::Float64);
+    Tensor rm = zeros({3}, DType::Float64), rv = ones({3}, DType::Float64);
+    const Tensor y = batch_norm2d(x, gamma, beta, rm, rv, true, 0.1, 0.0);
+    const std::vector<double> m = mean(y, {0, 2, 3}).to_vector<double>();
+    const std::vector<double> v = mean(y * y, {0, 2, 3}).to_vector<double>();
+    for (int c = 0; c < 3; ++c) {
+        EXPECT_NEAR(m[c], 0.0, 1e-12);
+        EXPECT_NEAR(v[c], 1.0, 1e-9);
+        EXPECT_NEAR(rm.to_vector<double>()[c], 0.1 * mean(x, {0, 2, 3}).to_vector<double>()[c], 1e-12);
+        EXPECT_GT(rv.to_vector<double>()[c], 0.9 + 0.1 * 2.0);  // moved toward the variance, about 4
+    }
+    // Evaluation with the running statistics is an affine map of x.
+    const Tensor e = batch_norm2d(x, gamma, beta, rm, rv, false, 0.1, 0.0);
+    const double c0 = (x.at({0, 0, 0, 0}) - rm.at({0})) / std::sqrt(rv.at({0}));
+    EXPECT_NEAR(e.at({0, 0, 0, 0}), c0, 1e-12);
+}
+
+TEST(BatchNorm, GradcheckInTrainingAndEvaluation) {
+    Rng rng(6);
+    const Tensor x = randn({3, 2, 3, 4}, rng, 1.0, DType::Float64).set_requires_grad();
+    const Tensor gamma = randn({2}, rng, 1.0, DType::Float64).set_requires_grad();
+    const Tensor beta = randn({2}, rng, 1.0, DType::Float64).set_requires_grad();
+    for (bool training : {true, false}) {
+        Tensor rm = zeros({2}, DType::Float64), rv = ones({2}, DType::Float64);
+        const auto fn = [&](const std::vector<Tensor>& v) { return batch_norm2d(v[0], v[1], v[2], rm, rv, training); };
+        const GradcheckResult r = gradcheck(fn, {x, gamma, beta});
+        EXPECT_TRUE(r.ok) << (training ? "training: " : "eval: ") << r.message;
+    }
+}
+
+TEST(Dropout, ZeroesAboutPAndKeepsTheExpectation) {
+    Rng rng(7);
+    const Tensor x = ones({100000}, DType::Float64).set_requires_grad();
+    const Tensor y = dropout(x, 0.3, true, rng);
+    const std::vector<double> v = y.to_vector<double>();
+    const double dropped = static_cast<double>(std::count(v.begin(), v.end(), 0.0)) / static_cast<double>(v.size());
+    EXPECT_NEAR(dropped, 0.3, 0.01);
+    EXPECT_NEAR(mean(y).item(), 1.0, 0.02);
+    sum(y).backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), v);  // the gradient is the mask
+    EXPECT_EQ(dropout(x, 0.3, false, rng).impl_ptr(), x.impl_ptr());  // identity in evaluation
+    EXPECT_THROW(dropout(x, 1.0, true, rng), Error);
+}
+
+TEST(ConvModels, CnnAndResNetMapImagesToLogitsAndTrain) {
+    Rng rng(8);
+    const Tensor images = randn({4, 784}, rng);
+    for (auto net : {nn::make_cnn(rng, 28, 4, 8, 16), nn::make_resnet(rng, 28, 4)}) {
+        SCOPED_TRACE(net->describe());
+        const Tensor logits = (*net)(images);
+        EXPECT_EQ(logits.shape(), (Shape{4, 10}));
+        const Tensor targets = from_vector<std::int32_t>({1, 2, 3, 4}, {4});
+        cross_entropy(logits, targets).backward();
+        for (const auto& [name, p] : net->named_parameters()) {
+            ASSERT_TRUE(p.grad().defined()) << name;
+            EXPECT_GT(sum(p.grad() * p.grad()).item(), 0.0) << name;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace gl
