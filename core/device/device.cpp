@@ -61,13 +61,28 @@ void device_free(Device device, void* ptr, std::size_t) {
     if (ptr) kernels_for(device).free(ptr);
 }
 
-Allocator& device_allocator(Device device) {
+namespace {
+
+// Never destroyed (deliberately leaked, as PyTorch's is): the CUDA runtime may be unloaded
+// before static destructors run, and returning cached blocks then would fail at exit.
+memory::CachingAllocator& device_cache(Device device) {
     check(!device.is_cpu(), "device_allocator: CPU tensors use default_cpu_allocator()");
-    static DeviceAllocator cuda_cpu(kCudaCpu), cuda({DeviceKind::CUDA, 0});
-    if (device.kind == DeviceKind::CudaCpu) return cuda_cpu;
+    static auto* raw_cuda_cpu = new DeviceAllocator(kCudaCpu);
+    static auto* raw_cuda = new DeviceAllocator({DeviceKind::CUDA, 0});
+    static auto* cuda_cpu = new memory::CachingAllocator(*raw_cuda_cpu);
+    static auto* cuda = new memory::CachingAllocator(*raw_cuda);
+    if (device.kind == DeviceKind::CudaCpu) return *cuda_cpu;
     check_available(device);
-    return cuda;
+    return *cuda;
 }
+
+}  // namespace
+
+Allocator& device_allocator(Device device) { return device_cache(device); }
+
+memory::CacheStats device_cache_stats(Device device) { return device_cache(device).stats(); }
+
+std::size_t device_empty_cache(Device device) { return device_cache(device).empty_cache(); }
 
 TransferStats transfer_stats() { return {g_syncs.load(), g_h2d.load(), g_h2d_bytes.load(), g_d2h.load()}; }
 

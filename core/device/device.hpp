@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/tensor_ops.hpp"
+#include "memory/caching_allocator.hpp"
 #include "tensor/allocator.hpp"
 #include "tensor/dtype.hpp"
 
@@ -30,16 +31,22 @@ void check_available(Device device);
 /// are kernels/cpu/). Checks availability first.
 const kernels::DeviceKernels& kernels_for(Device device);
 
-/// @p bytes of memory on @p device (nullptr for 0). All device tensor storage comes from
-/// here, through device_allocator(). Today it is the runtime's malloc and free; on a GPU
-/// cudaFree waits for the device (a synchronisation transfer_stats does not see), which is
-/// what a caching allocator behind these two functions removes.
+/// @p bytes of memory on @p device straight from the runtime (cudaMalloc; nullptr for 0).
+/// Tensors do not call this directly: they go through device_allocator()'s cache.
 void* device_alloc(Device device, std::size_t bytes);
-/// Returns memory from device_alloc (nullptr is fine).
+/// Returns memory from device_alloc to the runtime (cudaFree; nullptr is fine). On a GPU
+/// cudaFree waits for the device: a synchronisation transfer_stats does not see.
 void device_free(Device device, void* ptr, std::size_t bytes);
-/// The Allocator (tensor/allocator.hpp) that device tensors' Storage uses: device_alloc
-/// and device_free for @p device.
+/// The Allocator (tensor/allocator.hpp) that device tensors' Storage uses: a caching
+/// allocator (memory/caching_allocator.hpp) in front of device_alloc and device_free, as
+/// PyTorch's CUDA caching allocator is, so a step's freed activations are reused by the
+/// next step instead of being returned with a synchronising cudaFree.
 Allocator& device_allocator(Device device);
+/// The statistics of @p device's cache (hits, misses, bytes in use and cached, peak
+/// reserved): the same API as the CPU caching allocator's.
+memory::CacheStats device_cache_stats(Device device);
+/// Returns @p device's cached (free) blocks to the runtime; returns the bytes released.
+std::size_t device_empty_cache(Device device);
 
 /// Host <-> device traffic since the program started (or the last reset_transfer_stats).
 struct TransferStats {

@@ -119,6 +119,22 @@ TEST_F(DeviceTensor, MovesCountCopiesAndSyncs) {
     EXPECT_DOUBLE_EQ(sum(d).item(), sum(x).item() + 0.0 * sum(d).item());
 }
 
+TEST_F(DeviceTensor, FreedDeviceMemoryIsCachedAndReused) {
+    // A step's freed tensors go back to the cache, not to cudaFree (which would wait for the
+    // device); the next request of the same size is a hit.
+    device::device_empty_cache(test_device());
+    const memory::CacheStats before = device::device_cache_stats(test_device());
+    { const Tensor first = zeros({37, 11}, DType::Float32, test_device()); }
+    const memory::CacheStats freed = device::device_cache_stats(test_device());
+    EXPECT_EQ(freed.misses, before.misses + 1);
+    EXPECT_GT(freed.bytes_cached, before.bytes_cached) << "the freed block is kept";
+    const Tensor second = zeros({37, 11}, DType::Float32, test_device());
+    const memory::CacheStats reused = device::device_cache_stats(test_device());
+    EXPECT_EQ(reused.hits, freed.hits + 1);
+    EXPECT_EQ(reused.misses, freed.misses);
+    EXPECT_EQ(second.cpu().to_vector<float>(), std::vector<float>(37 * 11, 0.0f));
+}
+
 TEST_F(DeviceTensor, FactoriesOnTheDevice) {
     EXPECT_EQ(zeros({4, 3}, DType::Float32, test_device()).cpu().to_vector<float>(), std::vector<float>(12, 0.0f));
     EXPECT_EQ(full({5}, 2.5, DType::Float32, test_device()).cpu().to_vector<float>(), std::vector<float>(5, 2.5f));

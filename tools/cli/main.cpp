@@ -307,7 +307,10 @@ int cmd_train(TrainArgs a) {
             }
         });
     if (a.qat) {
-        gl::cli::qat_finetune(*net, train, test, opt, a.qat_epochs, !a.per_tensor, a.save);
+        // --qat is for --model mlp (check_train_args), which make_model builds as a Sequential.
+        auto* mlp = dynamic_cast<gl::nn::Sequential*>(net.get());
+        gl::check(mlp != nullptr, "--qat needs --model mlp");
+        gl::cli::qat_finetune(*mlp, train, test, opt, a.qat_epochs, !a.per_tensor, a.save);
     } else if (!a.save.empty()) {
         gl::quant::save_float_model(*net, a.save);
         fmt::print("written: {} ({} bytes)\n", a.save, gl::cli::file_bytes(a.save));
