@@ -55,6 +55,18 @@ void merge_into(Clock& into, const Clock& from) {
     for (const auto& [stream, count] : from) into[stream] = std::max(into[stream], count);
 }
 
+/// What a host thread (not a stream worker) knows has finished: it learns it by waiting
+/// (Stream::synchronize, Event::synchronize), and everything it enqueues afterwards comes
+/// after that. Without it, a host that synchronizes after every kernel would serialize the
+/// work while the timeline still said the work may overlap.
+Clock& host_clock() {
+    thread_local Clock clock;
+    return clock;
+}
+
+/// The clock of the calling thread: a worker's own, or the host thread's.
+Clock& callers_clock() { return this_threads_clock ? *this_threads_clock : host_clock(); }
+
 }  // namespace
 
 const char* op_name(OpKind kind) {
@@ -200,8 +212,9 @@ struct Event::State {
     void wait_for(std::uint64_t mark) {
         std::unique_lock lock(mutex);
         completed_cv.wait(lock, [&] { return completed >= mark; });
-        // A stream worker that waited now knows everything the recording stream had done.
-        if (this_threads_clock) merge_into(*this_threads_clock, clock);
+        // Whoever waited (a stream worker or the host) now knows everything the recording
+        // stream had done.
+        merge_into(callers_clock(), clock);
     }
 };
 
@@ -261,7 +274,13 @@ struct Stream::Impl {
     int id = 0;
     std::mutex mutex;
     std::condition_variable work_cv, idle_cv;
-    std::deque<std::function<void()>> queue;
+    /// An item of work and what its enqueuer knew had finished when it enqueued it.
+    struct Item {
+        std::function<void()> work;
+        Clock known;
+    };
+    std::deque<Item> queue;
+    Clock done;  // the worker's clock after its last finished item (under mutex)
     bool busy = false;  // the worker is running an item
     bool stop = false;
     std::exception_ptr error;  // the first error since the last synchronize
@@ -274,19 +293,20 @@ struct Stream::Impl {
         std::mt19937_64 delays;
         std::uint64_t seeded_with = ~std::uint64_t{0};
         for (;;) {
-            std::function<void()> work;
+            Item item;
             {
                 std::unique_lock lock(mutex);
                 work_cv.wait(lock, [&] { return stop || !queue.empty(); });
                 if (queue.empty()) return;  // stopping, and nothing left
-                work = std::move(queue.front());
+                item = std::move(queue.front());
                 queue.pop_front();
                 busy = true;
             }
             sleep_if_randomized(delays, seeded_with);
+            merge_into(clock, item.known);
             ++clock[id];
             try {
-                work();
+                item.work();
             } catch (...) {
                 std::lock_guard lock(mutex);
                 if (!error) error = std::current_exception();
@@ -294,6 +314,7 @@ struct Stream::Impl {
             {
                 std::lock_guard lock(mutex);
                 busy = false;
+                done = clock;
             }
             idle_cv.notify_all();
         }
@@ -311,9 +332,12 @@ struct Stream::Impl {
         std::this_thread::sleep_for(std::chrono::microseconds(us));
     }
 
+    /// Waits until the queue is empty and the worker idle; the caller then knows
+    /// everything this stream has done.
     void drain() {
         std::unique_lock lock(mutex);
         idle_cv.wait(lock, [&] { return queue.empty() && !busy; });
+        merge_into(callers_clock(), done);
     }
 };
 
@@ -358,7 +382,7 @@ int Stream::id() const { return impl_->id; }
 void Stream::enqueue(std::function<void()> work) {
     {
         std::lock_guard lock(impl_->mutex);
-        impl_->queue.push_back(std::move(work));
+        impl_->queue.push_back({std::move(work), callers_clock()});
     }
     impl_->work_cv.notify_one();
 }
@@ -384,12 +408,11 @@ void Stream::wait(const Event& event) {
 }
 
 void synchronize() {
-    std::vector<Stream*> streams;
-    {
-        std::lock_guard lock(registry().mutex);
-        streams.assign(registry().live.begin(), registry().live.end());
-    }
-    for (Stream* s : streams) s->synchronize();
+    // The registry stays locked while the streams drain: a stream destroyed meanwhile on
+    // another thread waits in its destructor (which erases it first) instead of being freed
+    // under us. Work items never create or destroy streams, so this cannot deadlock.
+    std::lock_guard lock(registry().mutex);
+    for (Stream* s : registry().live) s->synchronize();
 }
 
 // ---------------------------------------------------------------------------------------

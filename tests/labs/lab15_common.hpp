@@ -6,7 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,19 +21,34 @@
 namespace gl::lab15 {
 
 /// A timeline entry as numbers: kind, stream, start (us), end (us), tag, pageable, seq, and
-/// its vector clock as up to kClockStreams (stream, count) pairs. The tag is the chunk a
-/// pipeline copy belongs to (-1 for kernels), or a staging copy's source address.
+/// its vector clock's (stream, count) pairs for the streams of its timeline, at most
+/// kClockStreams of them. The tag is the chunk a pipeline copy belongs to (-1 for
+/// kernels), or a staging copy's source address.
 inline constexpr int kKind = 0, kStream = 1, kStart = 2, kEnd = 3, kChunk = 4, kPageable = 5, kSeq = 6,
-                     kClock = 7, kClockStreams = 4;
+                     kClock = 7, kClockStreams = 12;
 using Entry = std::array<double, kClock + 2 * kClockStreams>;
 
-/// @p e as numbers, tagged with @p tag.
-inline Entry to_entry(const gl::cuda::cpu::TimelineEntry& e, double tag) {
+/// The streams that ran something in @p raw: the only ones whose clock entries matter
+/// (a clock also knows streams of earlier runs in the same process).
+inline std::set<int> streams_of(const std::vector<gl::cuda::cpu::TimelineEntry>& raw) {
+    std::set<int> ids;
+    for (const auto& e : raw) ids.insert(e.stream);
+    if (ids.size() > static_cast<std::size_t>(kClockStreams))
+        throw std::runtime_error("the timeline uses " + std::to_string(ids.size()) + " streams; the pipeline "
+                                 "should use config.streams streams (at most " + std::to_string(kClockStreams) + ")");
+    return ids;
+}
+
+/// @p e as numbers, tagged with @p tag; its clock cut to the streams in @p streams.
+inline Entry to_entry(const gl::cuda::cpu::TimelineEntry& e, double tag, const std::set<int>& streams) {
     Entry out{static_cast<double>(e.kind), static_cast<double>(e.stream), e.start_us, e.end_us, tag,
               e.pageable ? 1.0 : 0.0, static_cast<double>(e.seq)};
-    for (std::size_t i = 0; i < e.clock.size() && i < kClockStreams; ++i) {
-        out[kClock + 2 * i] = e.clock[i].first;
-        out[kClock + 2 * i + 1] = static_cast<double>(e.clock[i].second);
+    std::size_t i = 0;
+    for (const auto& [stream, count] : e.clock) {
+        if (!streams.contains(stream)) continue;
+        out[kClock + 2 * i] = stream;
+        out[kClock + 2 * i + 1] = static_cast<double>(count);
+        ++i;
     }
     return out;
 }
@@ -109,12 +126,13 @@ inline std::vector<Entry> run_pipelined_timeline(const std::vector<float>& in, c
         const auto offset = static_cast<const float*>(p) - base;
         return static_cast<double>(offset / static_cast<std::ptrdiff_t>(config.chunk));
     };
+    const std::set<int> streams = streams_of(raw);
     std::vector<Entry> out;
     for (const auto& e : raw) {
         double tag = -1;
         if (e.kind == gl::cuda::cpu::OpKind::copy_h2d) tag = chunk_of(e.src, pinned_in.data());
         if (e.kind == gl::cuda::cpu::OpKind::copy_d2h) tag = chunk_of(e.dst, pinned_out.data());
-        out.push_back(to_entry(e, tag));
+        out.push_back(to_entry(e, tag, streams));
     }
     return out;
 }
@@ -174,8 +192,9 @@ inline Upload run_upload(const std::vector<float>& host, std::size_t batches, st
     u.device.resize(host.size());
     gl::cuda::memcpy(u.device.data(), device.data(), host.size() * sizeof(float),
                      gl::cuda::CopyKind::device_to_host);
+    const std::set<int> streams = streams_of(raw);
     for (const auto& e : raw)
-        u.timeline.push_back(to_entry(e, static_cast<double>(reinterpret_cast<std::uintptr_t>(e.src))));
+        u.timeline.push_back(to_entry(e, static_cast<double>(reinterpret_cast<std::uintptr_t>(e.src)), streams));
     return u;
 }
 
