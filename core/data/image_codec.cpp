@@ -3,12 +3,28 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "base/error.hpp"
 
 namespace gl {
+
+namespace {
+
+/// The largest image the decoders accept (64 megapixels): a header can claim any size, and
+/// a forged one must not make the loader allocate gigabytes.
+constexpr std::int64_t kMaxPixels = std::int64_t{1} << 26;
+
+void check_image_size(std::int64_t width, std::int64_t height, const char* format) {
+    if (width <= 0 || height <= 0 || width * height > kMaxPixels)
+        throw Error(std::string(format) + " header says " + std::to_string(width) + " x " + std::to_string(height) +
+                    " pixels; images up to " + std::to_string(kMaxPixels) + " pixels are accepted: resize the image");
+}
+
+}  // namespace
 
 namespace {
 
@@ -32,6 +48,7 @@ Image decode_jpeg(const std::vector<std::uint8_t>& bytes) {
     if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height,
                             &subsampling, &colorspace) != 0)
         throw Error(std::string("bad JPEG header: ") + tjGetErrorStr2(tj.get()));
+    check_image_size(width, height, "the JPEG");
     Image image;
     image.width = width;
     image.height = height;
@@ -56,6 +73,12 @@ Image decode_png(const std::vector<std::uint8_t>& bytes) {
     png.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()))
         throw Error(std::string("bad PNG header: ") + png.message);
+    try {
+        check_image_size(png.width, png.height, "the PNG");
+    } catch (...) {
+        png_image_free(&png);
+        throw;
+    }
     const bool colour = (png.format & PNG_FORMAT_FLAG_COLOR) != 0;
     png.format = colour ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
     Image image;

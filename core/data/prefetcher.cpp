@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <system_error>
 
 #include "base/error.hpp"
 
@@ -40,18 +41,31 @@ Prefetcher::Prefetcher(MakeBatch make_batch, std::size_t num_batches, const Pref
     state_->num_batches = num_batches;
     state_->options = options;
     state_->running = options.num_workers;
-    for (std::size_t w = 0; w < options.num_workers; ++w)
-        workers_.emplace_back([state = state_] {
-            // The thread's entry: whatever escapes the loop (a broken loop, not a failed
-            // batch: those travel in their Result) must not end the process.
-            try {
-                work(state);
-            } catch (...) {
+    for (std::size_t w = 0; w < options.num_workers; ++w) {
+        try {
+            workers_.emplace_back([state = state_] {
+                // The thread's entry: whatever escapes the loop (a broken loop, not a failed
+                // batch: those travel in their Result) must not end the process.
+                try {
+                    work(state);
+                } catch (...) {
+                }
+                std::lock_guard lock(state->mutex);
+                --state->running;
+                state->batch_ready.notify_all();
+            });
+        } catch (const std::system_error& e) {
+            // The system would not start another thread (a process limit): stop the ones
+            // that did start, since a constructor that throws runs no destructor.
+            {
+                std::lock_guard lock(state_->mutex);
+                state_->running -= options.num_workers - w;  // those never started
             }
-            std::lock_guard lock(state->mutex);
-            --state->running;
-            state->batch_ready.notify_all();
-        });
+            stop();
+            throw Error("DataLoader: could not start worker thread " + std::to_string(w + 1) + " of " +
+                        std::to_string(options.num_workers) + " (" + e.what() + "); use fewer workers");
+        }
+    }
 }
 
 Prefetcher::~Prefetcher() {

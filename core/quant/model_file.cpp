@@ -2,6 +2,7 @@
 #include "quant/model_file.hpp"
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -270,8 +271,17 @@ QuantizedMlp load_quantized_model(const std::string& path) {
         const auto f = values<std::int32_t>(flags);
         L.relu = f[0] != 0;
         L.has_output = f[1] != 0;
-        for (const QParams& q : L.weight_params) check(q.scale > 0, "model file " + path + ": a weight scale is not positive");
-        check(L.input.scale > 0 && (!L.has_output || L.output.scale > 0), "model file " + path + ": a scale is not positive");
+        // A forged file must not reach the integer arithmetic with a scale that is not a
+        // finite positive number or a zero point outside the 8-bit range (overflow).
+        const auto sane = [](const QParams& q) {
+            return std::isfinite(q.scale) && q.scale > 0 && q.zero_point >= -128 && q.zero_point <= 255;
+        };
+        for (const QParams& q : L.weight_params)
+            check(sane(q), "model file " + path + ": a weight scale is not a finite positive number or a zero point is "
+                                                  "outside [-128, 255]; the file is damaged: quantize the model again");
+        check(sane(L.input) && (!L.has_output || sane(L.output)),
+              "model file " + path + ": an activation scale or zero point is out of range; the file is damaged: "
+                                     "quantize the model again");
         check(model.layers.empty() || model.layers.back().out == L.in,
               "model file " + path + ": layer " + std::to_string(i / 5) + " does not take the previous layer's output");
         model.layers.push_back(std::move(L));
