@@ -75,6 +75,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", type=Path, help="write the results here as JSON")
+    ap.add_argument("--limit", type=int, default=0, help="train on the first N examples only (0: all)")
     ap.add_argument("--hidden", default="128",
                     help="hidden layer widths, comma-separated (128: SimpleNet; 1024,1024: gradlab's mlp-1024)")
     args = ap.parse_args()
@@ -103,6 +104,8 @@ def main() -> int:
 
     train_x, train_y = load("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
     test_x, test_y = load("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+    if args.limit > 0:  # the first N, as gradlab train --limit takes them
+        train_x, train_y = train_x[:args.limit], train_y[:args.limit]
 
     widths = [784] + hidden
     layers = []
