@@ -29,12 +29,14 @@ struct Shape {
 std::vector<Shape> shapes() {
     std::vector<Shape> s;
     for (std::int64_t n = 64; n <= 2048; n *= 2) s.push_back({"square", n, n, n, false, false});
-    // SimpleNet 784-128-10 at batch 64: y = x W^T forward, dW = g^T x ... as matmul runs them.
+    // SimpleNet 784-128-10 at batch 64: y = x W^T forward, dW = g^T x ... as matmul runs them
+    // (the weight gradients in the weight's own layout: M = output features, A = g read
+    // transposed; bench_step_breakdown times the same five).
     s.push_back({"fc1_forward", 64, 128, 784, false, true});
-    s.push_back({"fc1_grad_weight", 784, 128, 64, true, false});
+    s.push_back({"fc1_grad_weight", 128, 784, 64, true, false});
     s.push_back({"fc2_forward", 64, 10, 128, false, true});
     s.push_back({"fc2_grad_input", 64, 128, 10, false, false});
-    s.push_back({"fc2_grad_weight", 128, 10, 64, true, false});
+    s.push_back({"fc2_grad_weight", 10, 128, 64, true, false});
     return s;
 }
 

@@ -43,7 +43,7 @@ TEST(GemmDispatch, EveryMicroKernelThisCpuRunsMatchesNaive) {
     for (const auto isa : kernels::packed::supported_isas()) {
         kernels::packed::force_isa(isa);
         EXPECT_EQ(kernels::packed::active_isa(), isa);
-        for (const char* name : {"packed_simd", "threaded"})
+        for (const char* name : {"packed_simd", "threaded", "small"})
             expect_matches_naive(kernels::find_gemm(name), std::string(name) + "/" + kernels::packed::to_string(isa));
     }
     kernels::packed::force_isa(std::nullopt);
@@ -100,6 +100,32 @@ TEST(GemmThreaded, SameBitsForAnyThreadCount) {
     set_num_threads(before);
 }
 
+// Version 6 takes its own path below a million multiply-adds: check it on the shapes it
+// was written for (SimpleNet's, N = 10 and K = 10), on the degenerate ones (M, N or K of
+// 1, which BLAS callers hand over as vectors), on every tile-row and tile-width remainder,
+// with all four transposes and padded rows.
+TEST(GemmSmall, MatchesNaiveOnSkinnyShapesWithEveryTranspose) {
+    const kernels::GemmKernel& small = kernels::find_gemm("small");
+    const kernels::GemmKernel& naive = kernels::find_gemm("naive");
+    const std::int64_t shapes[][3] = {{64, 10, 128}, {10, 128, 64}, {64, 128, 10}, {1, 10, 1},  {1, 1, 300},
+                                      {7, 1, 5},     {9, 49, 1},    {17, 33, 3},   {8, 48, 16}, {15, 97, 31}};
+    for (const auto& [M, N, K] : shapes)
+        for (bool ta : {false, true})
+            for (bool tb : {false, true})
+                for (std::int64_t pad : {0, 3}) {
+                    const GemmProblem p{M, N, K, ta, tb, pad};
+                    const auto A = random_floats(p.a_elements(), 5);
+                    const auto B = random_floats(p.b_elements(), 6);
+                    std::string error;
+                    const auto got = run_gemm(small, p, A, B, &error);
+                    EXPECT_EQ(error, "");
+                    const auto want = run_gemm(naive, p, A, B);
+                    for (std::size_t i = 0; i < got.size(); ++i)
+                        ASSERT_NEAR(got[i], want[i], 1e-4 * std::sqrt(static_cast<double>(K)) + 1e-6)
+                            << p.str() << ", element " << i;
+                }
+}
+
 std::vector<std::string> kernel_names() {
     std::vector<std::string> names;
     for (const auto& k : kernels::gemm_kernels()) names.push_back(k.name);
@@ -116,7 +142,7 @@ TEST(GemmRegistry, DefaultCanBeChangedAndUnknownNamesAreListed) {
     const Tensor c = matmul(from_vector<float>({1, 2}, {1, 2}), from_vector<float>({3, 4}, {2, 1}));
     EXPECT_FLOAT_EQ(c.item(), 11);
     kernels::set_default_gemm(before);
-    EXPECT_EQ(before, "threaded") << "the fastest of our kernels is the default";
+    EXPECT_EQ(before, "small") << "the fastest of our kernels at every shape is the default";
     EXPECT_THAT([] { kernels::find_gemm("nope"); },
                 ::testing::ThrowsMessage<Error>(::testing::HasSubstr("known kernels: naive")));
 }

@@ -30,6 +30,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
 #include "nn/conv_layers.hpp"
+#include "nn/deep_mlp.hpp"
 #include "memory/caching_allocator.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "kernels/gemm_lowp.hpp"
@@ -118,6 +119,7 @@ struct TrainArgs {
 // The model of --model for examples of @p features values (square images for the conv nets).
 std::shared_ptr<gl::nn::Module> make_model(const std::string& model, gl::Rng& rng, std::int64_t features) {
     if (model == "mlp") return gl::nn::make_simple_net(rng, features);
+    if (model == "mlp-1024") return gl::nn::make_deep_mlp(rng, 2, 1024, features);  // GEMM-bound: 784-1024-1024-10
     const auto side = static_cast<std::int64_t>(std::lround(std::sqrt(static_cast<double>(features))));
     if (side * side != features || side % 4 != 0)
         throw gl::Error(fmt::format("--model {} needs square images with a side divisible by 4, and the examples "
@@ -578,8 +580,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1024));
     train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers) or ddp (all-reduce)")
         ->check(CLI::IsMember({"dp", "ddp"}));
-    train->add_option("--model", t.model, "mlp (SimpleNet 784-128-10), cnn (2 conv + pool + FC) or resnet (small, with batch norm)")
-        ->check(CLI::IsMember({"mlp", "cnn", "resnet"}));
+    train->add_option("--model", t.model, "mlp (SimpleNet 784-128-10), mlp-1024 (784-1024-1024-10), cnn (2 conv + pool + FC) or resnet (small, with batch norm)")
+        ->check(CLI::IsMember({"mlp", "mlp-1024", "cnn", "resnet"}));
     std::vector<std::string> conv_names{"auto"};
     for (const auto& c : gl::kernels::conv::conv_algorithms()) conv_names.push_back(c.name);
     train->add_option("--conv-algo", t.conv_algo, "convolution algorithm: auto (time each on first use, keep the fastest) or a fixed one")

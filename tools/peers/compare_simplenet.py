@@ -11,6 +11,9 @@ final test accuracy, with the ratio to ours.
 
     tools/peers/compare_simplenet.py [--gradlab build/tools/gradlab] [--epochs 2]
                                      [--rounds 2] [--threads 2] [--json out.json]
+                                     [--model mlp|mlp-1024] [--limit N]
+
+--model mlp-1024 runs the GEMM-bound MLP 784-1024-1024-10 instead of SimpleNet, in both.
 
 PyTorch is looked for in this interpreter and in /usr/bin/python3 (where Debian's
 python3-torch lives); without it the table says "not installed" and the script still
@@ -42,8 +45,13 @@ def torch_python() -> str | None:
     return None
 
 
-def run_gradlab(gradlab: Path, epochs: int, threads: int) -> list[dict]:
-    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads)]
+# --model: gradlab's model name and the same network's hidden widths for the torch script.
+MODELS = {"mlp": ("SimpleNet (784-128-10)", "128"), "mlp-1024": ("MLP 784-1024-1024-10", "1024,1024")}
+
+
+def run_gradlab(gradlab: Path, epochs: int, threads: int, model: str = "mlp", limit: int = 0) -> list[dict]:
+    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads), "--model", model]
+    cmd += ["--limit", str(limit)] if limit > 0 else []
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
@@ -53,12 +61,14 @@ def run_gradlab(gradlab: Path, epochs: int, threads: int) -> list[dict]:
     return found
 
 
-def run_torch(python: str, epochs: int, threads: int, openblas_threads: str | None, out: Path) -> list[dict]:
+def run_torch(python: str, epochs: int, threads: int, openblas_threads: str | None, out: Path,
+              model: str = "mlp", limit: int = 0) -> list[dict]:
     env = dict(os.environ)
     env.pop("OPENBLAS_NUM_THREADS", None)
     if openblas_threads is not None:
         env["OPENBLAS_NUM_THREADS"] = openblas_threads
-    cmd = [python, str(TORCH_SCRIPT), "--epochs", str(epochs), "--threads", str(threads), "--json", str(out)]
+    cmd = [python, str(TORCH_SCRIPT), "--epochs", str(epochs), "--threads", str(threads), "--json", str(out),
+           "--hidden", MODELS[model][1], "--limit", str(limit)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
@@ -72,11 +82,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--model", choices=sorted(MODELS), default="mlp",
+                    help="mlp: SimpleNet; mlp-1024: the GEMM-bound 784-1024-1024-10")
+    ap.add_argument("--limit", type=int, default=0,
+                    help="train both on the first N examples only (0: all; epoch times then scale with N)")
     args = ap.parse_args()
     if not args.gradlab.exists():
         ap.error(f"{args.gradlab} does not exist: build first (./gradlab build) or pass --gradlab")
-    if min(args.epochs, args.rounds, args.threads) < 1:
-        ap.error("--epochs, --rounds and --threads must be at least 1")
+    if min(args.epochs, args.rounds, args.threads) < 1 or args.limit < 0:
+        ap.error("--epochs, --rounds and --threads must be at least 1, --limit at least 0")
 
     python = torch_python()
     configs = {"gradlab": None}
@@ -90,16 +104,17 @@ def main() -> int:
             for name, blas in configs.items():
                 print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
                 if name == "gradlab":
-                    epochs[name] += run_gradlab(args.gradlab, args.epochs, args.threads)
+                    epochs[name] += run_gradlab(args.gradlab, args.epochs, args.threads, args.model, args.limit)
                 else:
-                    epochs[name] += run_torch(python, args.epochs, args.threads, blas, scratch)
+                    epochs[name] += run_torch(python, args.epochs, args.threads, blas, scratch, args.model, args.limit)
     finally:
         scratch.unlink(missing_ok=True)
 
     ours = statistics.median(e["seconds"] for e in epochs["gradlab"])
     rows = []
-    print(f"SimpleNet (784-128-10), Adam, batch 64, {args.threads} threads, "
-          f"{args.rounds} rounds x {args.epochs} epochs")
+    print(f"{MODELS[args.model][0]}, Adam, batch 64, {args.threads} threads, "
+          + (f"first {args.limit} examples, " if args.limit else "")
+          + f"{args.rounds} rounds x {args.epochs} epochs")
     print(f"{'':38} {'best s':>8} {'median s':>9} {'x ours':>7} {'test acc':>9}")
     for name, runs in epochs.items():
         times = [e["seconds"] for e in runs]
@@ -111,7 +126,7 @@ def main() -> int:
     if not python:
         print(f"{'pytorch':38} not installed (apt-get install python3-torch)")
     if args.json:
-        args.json.write_text(json.dumps({"threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
+        args.json.write_text(json.dumps({"model": args.model, "threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
                                          "rows": rows, "pytorch": bool(python)}, indent=2) + "\n")
     return 0
 

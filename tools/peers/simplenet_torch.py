@@ -75,9 +75,18 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--json", type=Path, help="write the results here as JSON")
+    ap.add_argument("--limit", type=int, default=0, help="train on the first N examples only (0: all)")
+    ap.add_argument("--hidden", default="128",
+                    help="hidden layer widths, comma-separated (128: SimpleNet; 1024,1024: gradlab's mlp-1024)")
     args = ap.parse_args()
     if args.epochs < 1 or args.threads < 1 or args.batch_size < 1:
         ap.error("--epochs, --threads and --batch-size must be at least 1")
+    try:
+        hidden = [int(w) for w in args.hidden.split(",")]
+    except ValueError:
+        hidden = []
+    if not hidden or min(hidden) < 1:
+        ap.error(f"--hidden: expected positive widths separated by commas (e.g. 1024,1024), got {args.hidden!r}")
     try:
         import torch
     except ImportError:
@@ -95,10 +104,16 @@ def main() -> int:
 
     train_x, train_y = load("train-images-idx3-ubyte", "train-labels-idx1-ubyte")
     test_x, test_y = load("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+    if args.limit > 0:  # the first N, as gradlab train --limit takes them
+        train_x, train_y = train_x[:args.limit], train_y[:args.limit]
 
-    model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    widths = [784] + hidden
+    layers = []
+    for fan_in, fan_out in zip(widths, widths[1:]):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(widths[-1], 10))
     with torch.no_grad():  # gradlab's init: Kaiming-uniform weights, zero biases
-        for layer in (model[0], model[2]):
+        for layer in (m for m in model if isinstance(m, torch.nn.Linear)):
             bound = (6.0 / layer.weight.shape[1]) ** 0.5
             layer.weight.uniform_(-bound, bound)
             layer.bias.zero_()

@@ -22,7 +22,13 @@
 ///     4c (4c_packed_simd.cpp): Goto's five loops around the micro-kernel, blocked so each
 ///             stream comes from the cache level that can feed it. Slow: one core.
 ///   version 5 (5_threaded.cpp): version 4 on gl::get_num_threads() threads, C cut into
-///             one stripe per thread.
+///             one stripe per thread. Slow on small and skinny shapes (SimpleNet's output
+///             layer, N = 10): packing, the 12 x 32 tile's wasted columns and a thread
+///             hand-off cost more than the few microseconds of arithmetic.
+///   version 6 (6_small.cpp, "small", what matmul uses): the shape decides. Below about a
+///             million multiply-adds, no packing and no threads: register tiles of up to
+///             8 x 48 read the operands where they lie, masked at the right edge; larger
+///             problems go to version 5.
 ///
 /// Established libraries (Eigen, OpenBLAS, oneDNN) sit beside the family as peers, in
 /// kernels/cpu/peers/; the 16-bit kernels are paths per instruction set, in
@@ -46,12 +52,13 @@ GemmKernel gemm_reordered_kernel();    // 2_reordered.cpp
 GemmKernel gemm_blocked_kernel();      // 3_blocked.cpp
 GemmKernel gemm_packed_simd_kernel();  // 4c_packed_simd.cpp
 GemmKernel gemm_threaded_kernel();     // 5_threaded.cpp
+GemmKernel gemm_small_kernel();        // 6_small.cpp
 /// @endcond
 
 /// The versions of the family, in order: what the GEMM registry lists first.
 inline std::vector<GemmKernel> cpu_sgemm_versions() {
     return {gemm_naive_kernel(), gemm_reordered_kernel(), gemm_blocked_kernel(), gemm_packed_simd_kernel(),
-            gemm_threaded_kernel()};
+            gemm_threaded_kernel(), gemm_small_kernel()};
 }
 
 }  // namespace gl::kernels
