@@ -42,8 +42,9 @@ def torch_python() -> str | None:
     return None
 
 
-def run_gradlab(gradlab: Path, epochs: int, threads: int) -> list[dict]:
-    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads)]
+def run_gradlab(gradlab: Path, epochs: int, threads: int, extra: list[str] | None = None) -> list[dict]:
+    """`gradlab train` with @p extra arguments (--model cnn, --limit N): its epochs' times and accuracies."""
+    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads)] + (extra or [])
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
@@ -53,12 +54,15 @@ def run_gradlab(gradlab: Path, epochs: int, threads: int) -> list[dict]:
     return found
 
 
-def run_torch(python: str, epochs: int, threads: int, openblas_threads: str | None, out: Path) -> list[dict]:
+def run_torch(python: str, epochs: int, threads: int, openblas_threads: str | None, out: Path,
+              extra: list[str] | None = None) -> list[dict]:
+    """simplenet_torch.py with the same @p extra arguments: its epochs' times and accuracies."""
     env = dict(os.environ)
     env.pop("OPENBLAS_NUM_THREADS", None)
     if openblas_threads is not None:
         env["OPENBLAS_NUM_THREADS"] = openblas_threads
     cmd = [python, str(TORCH_SCRIPT), "--epochs", str(epochs), "--threads", str(threads), "--json", str(out)]
+    cmd += extra or []
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
