@@ -3,11 +3,13 @@
 // Max pooling keeps the largest value of each window and remembers where it was: the
 // gradient flows back to that one element. Average pooling spreads each output's
 // gradient evenly over its window (padding included in the count, as PyTorch does).
+#include <algorithm>
 #include <limits>
 
 #include "autograd/node.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl {
 namespace {
@@ -40,7 +42,11 @@ struct MaxPoolBackward final : Node {
             const std::int32_t* where = argmax.data<std::int32_t>();
             const T* gy = g.data<T>();
             T* gx = dx.data<T>();
-            for (std::int64_t i = 0; i < g.numel(); ++i) gx[(i / plane_out) * plane_in + where[i]] += gy[i];
+            // Planes are independent: each thread takes whole planes, so no two add to one element.
+            parallel_for(g.numel() / std::max<std::int64_t>(plane_out, 1), 16, [&](std::int64_t first, std::int64_t last) {
+                for (std::int64_t i = first * plane_out; i < last * plane_out; ++i)
+                    gx[(i / plane_out) * plane_in + where[i]] += gy[i];
+            });
         });
         return {dx};
     }
@@ -75,13 +81,15 @@ std::vector<Tensor> AvgPoolBackward::backward(const Tensor& grad) {
         const T share = T(1) / static_cast<T>(pg.kernel * pg.kernel);
         const T* gy = g.data<T>();
         T* gx = dx.data<T>();
-        for (std::int64_t plane = 0; plane < pg.planes; ++plane)
-            for (std::int64_t p = 0; p < pg.P; ++p)
-                for (std::int64_t q = 0; q < pg.Q; ++q) {
-                    const T each = gy[(plane * pg.P + p) * pg.Q + q] * share;
-                    T* in = gx + plane * pg.H * pg.W;
-                    for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { in[ih * pg.W + iw] += each; });
-                }
+        parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {  // whole planes per thread
+            for (std::int64_t plane = first; plane < last; ++plane)
+                for (std::int64_t p = 0; p < pg.P; ++p)
+                    for (std::int64_t q = 0; q < pg.Q; ++q) {
+                        const T each = gy[(plane * pg.P + p) * pg.Q + q] * share;
+                        T* in = gx + plane * pg.H * pg.W;
+                        for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { in[ih * pg.W + iw] += each; });
+                    }
+        });
     });
     return {dx};
 }
@@ -97,20 +105,22 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
         std::int32_t* where = argmax.data<std::int32_t>();
         const T* input = x.data<T>();
         T* output = y.data<T>();
-        for (std::int64_t plane = 0; plane < pg.planes; ++plane) {
-            const T* in = input + plane * pg.H * pg.W;
-            for (std::int64_t p = 0; p < pg.P; ++p)
-                for (std::int64_t q = 0; q < pg.Q; ++q) {
-                    T best = -std::numeric_limits<T>::infinity();
-                    std::int64_t best_at = -1;
-                    for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) {
-                        if (best_at < 0 || in[ih * pg.W + iw] > best) best = in[ih * pg.W + iw], best_at = ih * pg.W + iw;
-                    });
-                    const std::int64_t out = (plane * pg.P + p) * pg.Q + q;
-                    output[out] = best;
-                    where[out] = static_cast<std::int32_t>(best_at);
-                }
-        }
+        parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {  // whole planes per thread
+            for (std::int64_t plane = first; plane < last; ++plane) {
+                const T* in = input + plane * pg.H * pg.W;
+                for (std::int64_t p = 0; p < pg.P; ++p)
+                    for (std::int64_t q = 0; q < pg.Q; ++q) {
+                        T best = -std::numeric_limits<T>::infinity();
+                        std::int64_t best_at = -1;
+                        for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) {
+                            if (best_at < 0 || in[ih * pg.W + iw] > best) best = in[ih * pg.W + iw], best_at = ih * pg.W + iw;
+                        });
+                        const std::int64_t out = (plane * pg.P + p) * pg.Q + q;
+                        output[out] = best;
+                        where[out] = static_cast<std::int32_t>(best_at);
+                    }
+            }
+        });
     });
     if (should_record({x_in})) {
         auto node = std::make_shared<MaxPoolBackward>();
@@ -128,15 +138,17 @@ Tensor avg_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
     dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
         const T* input = x.data<T>();
         T* output = y.data<T>();
-        for (std::int64_t plane = 0; plane < pg.planes; ++plane) {
-            const T* in = input + plane * pg.H * pg.W;
-            for (std::int64_t p = 0; p < pg.P; ++p)
-                for (std::int64_t q = 0; q < pg.Q; ++q) {
-                    T sum = 0;
-                    for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { sum += in[ih * pg.W + iw]; });
-                    output[(plane * pg.P + p) * pg.Q + q] = sum / static_cast<T>(pg.kernel * pg.kernel);
-                }
-        }
+        parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {  // whole planes per thread
+            for (std::int64_t plane = first; plane < last; ++plane) {
+                const T* in = input + plane * pg.H * pg.W;
+                for (std::int64_t p = 0; p < pg.P; ++p)
+                    for (std::int64_t q = 0; q < pg.Q; ++q) {
+                        T sum = 0;
+                        for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) { sum += in[ih * pg.W + iw]; });
+                        output[(plane * pg.P + p) * pg.Q + q] = sum / static_cast<T>(pg.kernel * pg.kernel);
+                    }
+            }
+        });
     });
     if (should_record({x_in})) {
         auto node = std::make_shared<AvgPoolBackward>(pg);

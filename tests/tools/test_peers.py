@@ -58,6 +58,29 @@ class EpochLines(unittest.TestCase):
         self.assertEqual(found, [("1", "0.8520", "0.34"), ("2", "0.8556", "0.33")])
 
 
+class CnnModel(unittest.TestCase):
+    def test_has_gradlabs_parameter_count_and_shapes(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("PyTorch is not installed for this interpreter")
+        model = simplenet_torch.make_model(torch, "cnn")
+        # gradlab train --model cnn prints "(421642 parameters)" for the same model
+        self.assertEqual(sum(p.numel() for p in model.parameters()), 421642)
+        self.assertEqual(tuple(model(torch.zeros(3, 784)).shape), (3, 10))
+        conv1 = model[1]
+        self.assertLessEqual(conv1.weight.abs().max().item(), (6.0 / 9) ** 0.5)
+        self.assertEqual(conv1.bias.abs().max().item(), 0.0)
+
+
+class CompareCnnArguments(unittest.TestCase):
+    def test_refuses_a_zero_limit(self):
+        p = subprocess.run([sys.executable, str(PEERS / "compare_cnn.py"), "--gradlab", sys.executable, "--limit", "0"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--limit", p.stderr)
+
+
 class WithoutPyTorch(unittest.TestCase):
     def test_says_how_to_install_it_and_exits_3(self):
         probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True)

@@ -8,6 +8,7 @@
 #include "autograd/gradcheck.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
 #include "kernels/cpu/conv/conv.hpp"
+#include "kernels/cpu/conv/fftw.hpp"
 #include "nn/conv_layers.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
@@ -165,6 +166,17 @@ TEST(Conv, DirectSkipsThePaddingTaps) {
     EXPECT_EQ(g.direct_multiplies(), 81);
 }
 
+TEST(Conv, FftwBackEndCountsOurFftsProductsOrSaysWhatToInstall) {
+    const kc::ConvGeometry g = geom(2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1);
+    if (!kc::fft::fftw_available()) {
+        EXPECT_NE(kc::why_unsupported(kc::ConvAlgo::FftFftw, g).find("libfftw3-dev"), std::string::npos);
+        return;
+    }
+    // The same pipeline with another transform: the same pointwise products, counted alike.
+    for (const kc::ConvPass pass : {kc::ConvPass::Forward, kc::ConvPass::BackwardData, kc::ConvPass::BackwardWeight})
+        EXPECT_EQ(counted(kc::ConvAlgo::FftFftw, g, pass), counted(kc::ConvAlgo::Fft, g, pass));
+}
+
 TEST(ConvAutotune, PicksTheFastestMeasuredAndCachesIt) {
     kc::clear_tune_cache();
     kc::set_conv_algorithm("auto");
@@ -172,7 +184,10 @@ TEST(ConvAutotune, PicksTheFastestMeasuredAndCachesIt) {
     const kc::ConvAlgo pick = kc::choose(kc::ConvPass::Forward, g, false);
     const auto table = kc::tune_table();
     ASSERT_EQ(table.size(), 1u);
-    EXPECT_EQ(table[0].seconds.size(), kc::conv_algorithms().size());  // all five support 3x3 stride 1
+    std::size_t supported = 0;  // all of them for 3x3 stride 1, but fft_fftw only in a build with FFTW
+    for (const auto& a : kc::conv_algorithms()) supported += kc::why_unsupported(a.algo, g).empty() ? 1 : 0;
+    EXPECT_EQ(supported, kc::conv_algorithms().size() - (kc::fft::fftw_available() ? 0 : 1));
+    EXPECT_EQ(table[0].seconds.size(), supported);
     double best = 1e9;
     std::string fastest;
     for (const auto& [name, s] : table[0].seconds)
@@ -181,9 +196,9 @@ TEST(ConvAutotune, PicksTheFastestMeasuredAndCachesIt) {
     EXPECT_EQ(kc::choose(kc::ConvPass::Forward, g, false), pick);  // cached: no new row
     EXPECT_EQ(kc::tune_table().size(), 1u);
     EXPECT_NE(kc::format_tune_table(kc::tune_table()).find("-> " + fastest), std::string::npos);
-    // A strided problem times only the algorithms that support it.
+    // A strided problem times only the algorithms that support it: not the two Winograds.
     kc::choose(kc::ConvPass::Forward, geom(1, 2, 9, 9, 2, 3, 3, 2, 1, 1, 1), false);
-    EXPECT_EQ(kc::tune_table().back().seconds.size(), 3u);
+    EXPECT_EQ(kc::tune_table().back().seconds.size(), supported - 2);
     kc::clear_tune_cache();
 }
 

@@ -49,9 +49,9 @@ def torch_python() -> str | None:
 MODELS = {"mlp": ("SimpleNet (784-128-10)", "128"), "mlp-1024": ("MLP 784-1024-1024-10", "1024,1024")}
 
 
-def run_gradlab(gradlab: Path, epochs: int, threads: int, model: str = "mlp", limit: int = 0) -> list[dict]:
-    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads), "--model", model]
-    cmd += ["--limit", str(limit)] if limit > 0 else []
+def run_gradlab(gradlab: Path, epochs: int, threads: int, extra: list[str] | None = None) -> list[dict]:
+    """`gradlab train` with @p extra arguments (--model cnn, --limit N): its epochs' times and accuracies."""
+    cmd = [str(gradlab), "train", "--epochs", str(epochs), "--threads", str(threads)] + (extra or [])
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
@@ -62,13 +62,14 @@ def run_gradlab(gradlab: Path, epochs: int, threads: int, model: str = "mlp", li
 
 
 def run_torch(python: str, epochs: int, threads: int, openblas_threads: str | None, out: Path,
-              model: str = "mlp", limit: int = 0) -> list[dict]:
+              extra: list[str] | None = None) -> list[dict]:
+    """simplenet_torch.py with the same @p extra arguments: its epochs' times and accuracies."""
     env = dict(os.environ)
     env.pop("OPENBLAS_NUM_THREADS", None)
     if openblas_threads is not None:
         env["OPENBLAS_NUM_THREADS"] = openblas_threads
-    cmd = [python, str(TORCH_SCRIPT), "--epochs", str(epochs), "--threads", str(threads), "--json", str(out),
-           "--hidden", MODELS[model][1], "--limit", str(limit)]
+    cmd = [python, str(TORCH_SCRIPT), "--epochs", str(epochs), "--threads", str(threads), "--json", str(out)]
+    cmd += extra or []
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
@@ -92,6 +93,7 @@ def main() -> int:
     if min(args.epochs, args.rounds, args.threads) < 1 or args.limit < 0:
         ap.error("--epochs, --rounds and --threads must be at least 1, --limit at least 0")
 
+    limit = ["--limit", str(args.limit)] if args.limit > 0 else []
     python = torch_python()
     configs = {"gradlab": None}
     if python:
@@ -104,9 +106,11 @@ def main() -> int:
             for name, blas in configs.items():
                 print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
                 if name == "gradlab":
-                    epochs[name] += run_gradlab(args.gradlab, args.epochs, args.threads, args.model, args.limit)
+                    epochs[name] += run_gradlab(args.gradlab, args.epochs, args.threads,
+                                                ["--model", args.model] + limit)
                 else:
-                    epochs[name] += run_torch(python, args.epochs, args.threads, blas, scratch, args.model, args.limit)
+                    epochs[name] += run_torch(python, args.epochs, args.threads, blas, scratch,
+                                              ["--hidden", MODELS[args.model][1]] + limit)
     finally:
         scratch.unlink(missing_ok=True)
 

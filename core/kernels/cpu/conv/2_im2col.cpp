@@ -9,11 +9,13 @@
 //   dW_g = dY_g x col^T.
 // Images go through in chunks so that col stays a few MB.
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "base/error.hpp"  // the handout's stubs throw gl::NotImplemented
 #include "kernels/cpu/conv/conv.hpp"
 #include "kernels/gemm.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl::kernels::conv::im2col {
 namespace {
@@ -64,6 +66,18 @@ void scatter_output(const ConvGeometry& g, const T* mat, std::int64_t group, std
             std::copy_n(mat + (k * count + n) * PQ, PQ, y + ((n0 + n) * g.out_channels + group * Kg + k) * PQ);
 }
 
+// With at least as many images as threads, the threads take whole images: each copies one
+// image's receptive fields into its own col and runs a (one-thread) GEMM on it. The copy
+// then runs on every thread instead of before the GEMM on one, and the output needs no
+// copy: y[n, the group's filters] is already a dense [K/groups, P Q] matrix. With fewer
+// images, the images go through in chunks and the threads share each chunk's GEMM.
+bool one_image_per_thread(const ConvGeometry& g) { return g.batch >= get_num_threads(); }
+
+// The offset of image n's [K/groups, P Q] block of the group's filters in y (or dy).
+std::int64_t output_block(const ConvGeometry& g, std::int64_t n, std::int64_t group) {
+    return (n * g.out_channels + group * g.group_out()) * g.out_h() * g.out_w();
+}
+
 }  // namespace
 
 template <class T>
@@ -76,15 +90,26 @@ void im2col(const ConvGeometry& g, const T* x, std::int64_t group, std::int64_t 
         for (std::int64_t r = 0; r < R; ++r)
             for (std::int64_t s = 0; s < S; ++s) {
                 T* row = col + ((c * R + r) * S + s) * columns;  // this tap's row
+                // Output columns [q_begin, q_end) read inside the image's row; the ones
+                // before and after read the padding. Splitting the row this way once per
+                // tap leaves a plain copy (contiguous when the stride is 1) in the loop.
+                const std::int64_t shift = s * g.dilation_w - g.pad_w;  // iw = q stride + shift
+                std::int64_t q_begin = 0, q_end = Q;
+                while (q_begin < Q && q_begin * g.stride_w + shift < 0) ++q_begin;
+                while (q_end > q_begin && (q_end - 1) * g.stride_w + shift >= g.in_w) --q_end;
                 for (std::int64_t n = 0; n < count; ++n) {
                     const T* plane = x + ((n0 + n) * g.in_channels + channel) * g.in_h * g.in_w;
                     for (std::int64_t p = 0; p < P; ++p) {
                         const std::int64_t ih = p * g.stride_h - g.pad_h + r * g.dilation_h;
-                        for (std::int64_t q = 0; q < Q; ++q) {
-                            const std::int64_t iw = q * g.stride_w - g.pad_w + s * g.dilation_w;
-                            const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
-                            row[(n * P + p) * Q + q] = inside ? plane[ih * g.in_w + iw] : T(0);
+                        T* out = row + (n * P + p) * Q;
+                        if (ih < 0 || ih >= g.in_h) {  // a padding row
+                            std::fill(out, out + Q, T(0));
+                            continue;
                         }
+                        const T* in = plane + ih * g.in_w + shift;  // in[q stride] is x[ih, q stride + shift]
+                        std::fill(out, out + q_begin, T(0));
+                        for (std::int64_t q = q_begin; q < q_end; ++q) out[q] = in[q * g.stride_w];
+                        std::fill(out + q_end, out + Q, T(0));
                     }
                 }
             }
@@ -122,6 +147,17 @@ template <class T>
 void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;  // rows of col
+    if (one_image_per_thread(g)) {
+        parallel_for(g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
+            std::vector<T>& col = Workspace<T>::get(CRS * PQ, 0).col;
+            for (std::int64_t n = begin; n < end; ++n)
+                for (std::int64_t group = 0; group < g.groups; ++group) {
+                    im2col(g, x, group, n, 1, col.data());
+                    matmul(false, false, Kg, PQ, CRS, w + group * Kg * CRS, col.data(), y + output_block(g, n, group));
+                }
+        });
+        return;
+    }
     const std::int64_t chunk = images_per_chunk(g);
     auto& ws = Workspace<T>::get(CRS * chunk * PQ, Kg * chunk * PQ);
     std::vector<T>&col = ws.col, &out = ws.out;
@@ -139,6 +175,20 @@ template <class T>
 void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;
+    if (one_image_per_thread(g)) {  // images write disjoint parts of dx: no thread waits for another
+        const std::int64_t image = g.in_channels * g.in_h * g.in_w;
+        parallel_for(g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
+            std::vector<T>& col = Workspace<T>::get(CRS * PQ, 0).col;
+            std::fill(dx + begin * image, dx + end * image, T(0));
+            for (std::int64_t n = begin; n < end; ++n)
+                for (std::int64_t group = 0; group < g.groups; ++group) {
+                    // dcol [CRS, PQ] = W_g^T x dY_n,g
+                    matmul(true, false, CRS, PQ, Kg, w + group * Kg * CRS, dy + output_block(g, n, group), col.data());
+                    col2im(g, col.data(), group, n, 1, dx);
+                }
+        });
+        return;
+    }
     const std::int64_t chunk = images_per_chunk(g);
     auto& ws = Workspace<T>::get(CRS * chunk * PQ, Kg * chunk * PQ);
     std::vector<T>&col = ws.col, &grad = ws.out;
@@ -158,10 +208,29 @@ template <class T>
 void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;
+    std::fill(dw, dw + g.weight_size(), T(0));
+    if (one_image_per_thread(g)) {
+        // Every image adds to all of dw: each thread sums its images into its own copy,
+        // and the copies are added up at the end.
+        const int threads = get_num_threads();
+        std::vector<std::vector<T>> sums(static_cast<std::size_t>(threads), std::vector<T>(static_cast<std::size_t>(g.weight_size()), T(0)));
+        parallel_run(threads, [&](int t) {
+            auto& ws = Workspace<T>::get(CRS * PQ, 0, Kg * CRS);
+            T* sum = sums[static_cast<std::size_t>(t)].data();
+            for (std::int64_t n = g.batch * t / threads; n < g.batch * (t + 1) / threads; ++n)
+                for (std::int64_t group = 0; group < g.groups; ++group) {
+                    im2col(g, x, group, n, 1, ws.col.data());
+                    // dW_g [Kg, CRS] += dY_n,g [Kg, PQ] x col^T
+                    matmul(false, true, Kg, CRS, PQ, dy + output_block(g, n, group), ws.col.data(), ws.partial.data());
+                    for (std::int64_t i = 0; i < Kg * CRS; ++i) sum[group * Kg * CRS + i] += ws.partial[static_cast<std::size_t>(i)];
+                }
+        });
+        for (const auto& sum : sums) std::transform(dw, dw + g.weight_size(), sum.begin(), dw, std::plus<T>());
+        return;
+    }
     const std::int64_t chunk = images_per_chunk(g);
     auto& ws = Workspace<T>::get(CRS * chunk * PQ, Kg * chunk * PQ, Kg * CRS);
     std::vector<T>&col = ws.col, &grad = ws.out, &partial = ws.partial;
-    std::fill(dw, dw + g.weight_size(), T(0));
     for (std::int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
         const std::int64_t count = std::min(chunk, g.batch - n0);
         for (std::int64_t group = 0; group < g.groups; ++group) {

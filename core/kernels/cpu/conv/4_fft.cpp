@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv/conv.hpp"
+#include "kernels/cpu/conv/fftw.hpp"
 #include "parallel/thread_pool.hpp"
 
 namespace gl::kernels::conv::fft {
@@ -65,12 +66,19 @@ void fft_2d(std::complex<T>* plane, std::int64_t N1, std::int64_t N2, bool inver
     for (std::int64_t j = 0; j < N2; ++j) fft_1d(plane + j, N1, N2, inverse);
 }
 
-// The sizes shared by the three passes.
+// The sizes shared by the three passes, and whose 2-d transform they use.
 struct Plan {
     std::int64_t N1, N2;  // transform size
-    explicit Plan(const ConvGeometry& g)
-        : N1(next_pow2(g.in_h + 2 * g.pad_h)), N2(next_pow2(g.in_w + 2 * g.pad_w)) {}
+    FftBackend backend;
+    Plan(const ConvGeometry& g, FftBackend b)
+        : N1(next_pow2(g.in_h + 2 * g.pad_h)), N2(next_pow2(g.in_w + 2 * g.pad_w)), backend(b) {}
     std::int64_t size() const { return N1 * N2; }
+    // The in-place 2-d transform of an N1 x N2 plane (unscaled when inverse).
+    template <class T>
+    void transform(std::complex<T>* plane, bool inverse) const {
+        if (backend == FftBackend::Fftw) return fftw_2d(plane, N1, N2, inverse);
+        fft_2d(plane, N1, N2, inverse);
+    }
 };
 
 // Spectrum of one input plane placed at (pad_h, pad_w) of a zero N1 x N2 plane.
@@ -79,7 +87,7 @@ void input_spectrum(const ConvGeometry& g, const Plan& plan, const T* plane, std
     std::fill(out, out + plan.size(), std::complex<T>(0));
     for (std::int64_t i = 0; i < g.in_h; ++i)
         for (std::int64_t j = 0; j < g.in_w; ++j) out[(i + g.pad_h) * plan.N2 + j + g.pad_w] = plane[i * g.in_w + j];
-    fft_2d(out, plan.N1, plan.N2, false);
+    plan.transform(out, false);
 }
 
 // Spectrum of one R x S filter with its taps spread @p dilation apart.
@@ -89,7 +97,7 @@ void filter_spectrum(const ConvGeometry& g, const Plan& plan, const T* filter, s
     for (std::int64_t r = 0; r < g.kernel_h; ++r)
         for (std::int64_t s = 0; s < g.kernel_w; ++s)
             out[r * g.dilation_h * plan.N2 + s * g.dilation_w] = filter[r * g.kernel_w + s];
-    fft_2d(out, plan.N1, plan.N2, false);
+    plan.transform(out, false);
 }
 
 // Spectrum of one P x Q output-gradient plane, each value placed at (p stride, q stride).
@@ -99,7 +107,7 @@ void output_spectrum(const ConvGeometry& g, const Plan& plan, const T* plane, st
     const std::int64_t P = g.out_h(), Q = g.out_w();
     for (std::int64_t p = 0; p < P; ++p)
         for (std::int64_t q = 0; q < Q; ++q) out[p * g.stride_h * plan.N2 + q * g.stride_w] = plane[p * Q + q];
-    fft_2d(out, plan.N1, plan.N2, false);
+    plan.transform(out, false);
 }
 
 // acc += a * b (or a * conj(b)), point by point: 4 real multiplies per point.
@@ -123,8 +131,8 @@ Spectrum<T> filter_spectra(const ConvGeometry& g, const Plan& plan, const T* w, 
 }  // namespace
 
 template <class T>
-void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
-    const Plan plan(g);
+void forward(FftBackend backend, const ConvGeometry& g, const T* x, const T* w, T* y) {
+    const Plan plan(g, backend);
     const std::int64_t Kg = g.group_out(), Cg = g.group_in(), P = g.out_h(), Q = g.out_w(), F = plan.size();
     const T scale = T(1) / static_cast<T>(F);
     for (std::int64_t group = 0; group < g.groups; ++group) {
@@ -140,7 +148,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
                     std::fill(acc.begin(), acc.end(), std::complex<T>(0));
                     for (std::int64_t c = 0; c < Cg; ++c)
                         count += multiply_accumulate(Xf.data() + c * F, Wf.data() + (k * Cg + c) * F, true, acc.data(), F);
-                    fft_2d(acc.data(), plan.N1, plan.N2, true);
+                    plan.transform(acc.data(), true);
                     T* plane = y + (n * g.out_channels + group * Kg + k) * P * Q;
                     for (std::int64_t p = 0; p < P; ++p)
                         for (std::int64_t q = 0; q < Q; ++q)
@@ -153,8 +161,8 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
 }
 
 template <class T>
-void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
-    const Plan plan(g);
+void backward_data(FftBackend backend, const ConvGeometry& g, const T* dy, const T* w, T* dx) {
+    const Plan plan(g, backend);
     const std::int64_t Kg = g.group_out(), Cg = g.group_in(), P = g.out_h(), Q = g.out_w(), F = plan.size();
     const T scale = T(1) / static_cast<T>(F);
     for (std::int64_t group = 0; group < g.groups; ++group) {
@@ -169,7 +177,7 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
                     std::fill(acc.begin(), acc.end(), std::complex<T>(0));
                     for (std::int64_t k = 0; k < Kg; ++k)
                         count += multiply_accumulate(DYf.data() + k * F, Wf.data() + (k * Cg + c) * F, false, acc.data(), F);
-                    fft_2d(acc.data(), plan.N1, plan.N2, true);
+                    plan.transform(acc.data(), true);
                     T* plane = dx + (n * g.in_channels + group * Cg + c) * g.in_h * g.in_w;
                     for (std::int64_t i = 0; i < g.in_h; ++i)
                         for (std::int64_t j = 0; j < g.in_w; ++j)
@@ -182,8 +190,8 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
 }
 
 template <class T>
-void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
-    const Plan plan(g);
+void backward_weight(FftBackend backend, const ConvGeometry& g, const T* x, const T* dy, T* dw) {
+    const Plan plan(g, backend);
     const std::int64_t Kg = g.group_out(), Cg = g.group_in(), P = g.out_h(), Q = g.out_w(), F = plan.size();
     const std::int64_t R = g.kernel_h, S = g.kernel_w;
     const T scale = T(1) / static_cast<T>(F);
@@ -204,7 +212,7 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
                 }
                 for (std::int64_t c = 0; c < Cg; ++c) {
                     std::complex<T>* spectrum = acc.data() + c * F;
-                    fft_2d(spectrum, plan.N1, plan.N2, true);
+                    plan.transform(spectrum, true);
                     T* filter_grad = dw + ((group * Kg + k) * Cg + c) * R * S;
                     for (std::int64_t r = 0; r < R; ++r)
                         for (std::int64_t s = 0; s < S; ++s)
@@ -216,11 +224,11 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     }
 }
 
-template void forward<float>(const ConvGeometry&, const float*, const float*, float*);
-template void forward<double>(const ConvGeometry&, const double*, const double*, double*);
-template void backward_data<float>(const ConvGeometry&, const float*, const float*, float*);
-template void backward_data<double>(const ConvGeometry&, const double*, const double*, double*);
-template void backward_weight<float>(const ConvGeometry&, const float*, const float*, float*);
-template void backward_weight<double>(const ConvGeometry&, const double*, const double*, double*);
+template void forward<float>(FftBackend, const ConvGeometry&, const float*, const float*, float*);
+template void forward<double>(FftBackend, const ConvGeometry&, const double*, const double*, double*);
+template void backward_data<float>(FftBackend, const ConvGeometry&, const float*, const float*, float*);
+template void backward_data<double>(FftBackend, const ConvGeometry&, const double*, const double*, double*);
+template void backward_weight<float>(FftBackend, const ConvGeometry&, const float*, const float*, float*);
+template void backward_weight<double>(FftBackend, const ConvGeometry&, const double*, const double*, double*);
 
 }  // namespace gl::kernels::conv::fft

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "kernels/cpu/conv/fftw.hpp"
 
 namespace gl::kernels::conv {
 namespace {
@@ -64,6 +65,7 @@ const std::vector<ConvAlgorithm>& conv_algorithms() {
         {ConvAlgo::WinogradF2, "winograd_f2", "F(2x2,3x3): 16 multiplies per 2x2 output tile instead of 36"},
         {ConvAlgo::WinogradF4, "winograd_f4", "F(4x4,3x3): 36 multiplies per 4x4 output tile instead of 144"},
         {ConvAlgo::Fft, "fft", "pointwise products of radix-2 FFTs"},
+        {ConvAlgo::FftFftw, "fft_fftw", "the same products, FFTW's transforms (peer library)"},
     };
     return table;
 }
@@ -85,6 +87,8 @@ std::string why_unsupported(ConvAlgo algo, const ConvGeometry& g) {
         return "Winograd F(m,3) needs a 3x3 filter";
     if (winograd && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
         return "Winograd needs stride 1 and dilation 1";
+    if (algo == ConvAlgo::FftFftw && !fft::fftw_available())
+        return "this build has no FFTW (apt-get install libfftw3-dev, then meson setup --reconfigure build)";
     return "";
 }
 
@@ -105,7 +109,8 @@ void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y)
         case ConvAlgo::Im2col: return im2col::forward(g, x, w, y);
         case ConvAlgo::WinogradF2: return winograd::forward(2, g, x, w, y);
         case ConvAlgo::WinogradF4: return winograd::forward(4, g, x, w, y);
-        case ConvAlgo::Fft: return fft::forward(g, x, w, y);
+        case ConvAlgo::Fft: return fft::forward(fft::FftBackend::Ours, g, x, w, y);
+        case ConvAlgo::FftFftw: return fft::forward(fft::FftBackend::Fftw, g, x, w, y);
     }
 }
 
@@ -117,7 +122,8 @@ void backward_data(ConvAlgo algo, const ConvGeometry& g, const T* dy, const T* w
         case ConvAlgo::Im2col: return im2col::backward_data(g, dy, w, dx);
         case ConvAlgo::WinogradF2: return winograd::backward_data(2, g, dy, w, dx);
         case ConvAlgo::WinogradF4: return winograd::backward_data(4, g, dy, w, dx);
-        case ConvAlgo::Fft: return fft::backward_data(g, dy, w, dx);
+        case ConvAlgo::Fft: return fft::backward_data(fft::FftBackend::Ours, g, dy, w, dx);
+        case ConvAlgo::FftFftw: return fft::backward_data(fft::FftBackend::Fftw, g, dy, w, dx);
     }
 }
 
@@ -129,7 +135,8 @@ void backward_weight(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* 
         case ConvAlgo::Im2col: return im2col::backward_weight(g, x, dy, dw);
         case ConvAlgo::WinogradF2: return winograd::backward_weight(2, g, x, dy, dw);
         case ConvAlgo::WinogradF4: return winograd::backward_weight(4, g, x, dy, dw);
-        case ConvAlgo::Fft: return fft::backward_weight(g, x, dy, dw);
+        case ConvAlgo::Fft: return fft::backward_weight(fft::FftBackend::Ours, g, x, dy, dw);
+        case ConvAlgo::FftFftw: return fft::backward_weight(fft::FftBackend::Fftw, g, x, dy, dw);
     }
 }
 

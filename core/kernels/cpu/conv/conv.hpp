@@ -12,6 +12,8 @@
 ///     multiplies instead of 36 (144): 2.25x (4x) fewer.
 ///  4. `fft`          (4_fft.cpp): convolution is a product in the frequency domain; our
 ///     own radix-2 FFT, so the cost no longer grows with the filter's size.
+///     `fft_fftw` (4b_fftw.cpp): the same, with FFTW's transforms (the optimized peer;
+///     unsupported in a build without libfftw3-dev).
 ///
 /// Layouts: input x [N, C, H, W], weight w [K, C/groups, R, S], output y [N, K, P, Q], all
 /// contiguous. Every function overwrites its output. T is float or double (double for
@@ -63,12 +65,12 @@ struct ConvGeometry {
 };
 
 /// The algorithms of this family.
-enum class ConvAlgo { Direct, Im2col, WinogradF2, WinogradF4, Fft };
+enum class ConvAlgo { Direct, Im2col, WinogradF2, WinogradF4, Fft, FftFftw };
 
 /// One algorithm: its name, the idea it adds, and which problems it can solve.
 struct ConvAlgorithm {
     ConvAlgo algo;     ///< which
-    std::string name;  ///< registry key: direct, im2col, winograd_f2, winograd_f4, fft
+    std::string name;  ///< registry key: direct, im2col, winograd_f2, winograd_f4, fft, fft_fftw
     std::string idea;  ///< one line for tables
 };
 
@@ -79,7 +81,7 @@ const ConvAlgorithm& find_conv_algorithm(const std::string& name);
 /// The entry of @p algo.
 const ConvAlgorithm& conv_algorithm(ConvAlgo algo);
 /// Why @p algo cannot solve @p g ("" when it can): Winograd needs a 3x3 filter, stride 1
-/// and dilation 1.
+/// and dilation 1; fft_fftw needs a build with FFTW.
 std::string why_unsupported(ConvAlgo algo, const ConvGeometry& g);
 
 /// y = conv(x, w) by @p algo. Throws if @p algo does not support @p g.
@@ -137,9 +139,14 @@ template <class T> void backward_weight(int m, const ConvGeometry& g, const T* x
 }  // namespace winograd
 /// 4. FFT.
 namespace fft {
-template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y);  ///< y = conv(x, w)
-template <class T> void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
-template <class T> void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
+/// Whose 2-d transform the FFT convolution uses.
+enum class FftBackend {
+    Ours,  ///< our radix-2 loops (4_fft.cpp)
+    Fftw   ///< FFTW's (4b_fftw.cpp)
+};
+template <class T> void forward(FftBackend b, const ConvGeometry& g, const T* x, const T* w, T* y);  ///< y = conv(x, w)
+template <class T> void backward_data(FftBackend b, const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
+template <class T> void backward_weight(FftBackend b, const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
 }  // namespace fft
 
 /// Adds @p n to the multiply count (for the versions' loops).
