@@ -5,6 +5,7 @@
 // fed with what the step does, counted on the CPU runtime's device (cuda_cpu), which runs
 // the GPU's kernels: its kernel launches and the bytes it copies to the device.
 #include <chrono>
+#include <memory>
 #include <sstream>
 
 #include "claims.hpp"
@@ -38,41 +39,49 @@ double step_flops(std::int64_t batch, std::int64_t width) {
     return 2.0 * 3.0 * macs_forward;
 }
 
-/// One training step on @p d as `train --device` runs it: the batch copied once, no read
-/// back; the device synchronised at the end so that queued GPU work is inside the time.
-double timed_step(nn::Module& net, optim::Optimizer& opt, const HostBatch& b, Device d) {
-    const auto start = std::chrono::steady_clock::now();
-    const Tensor x = b.x.to(d), y = b.y.to(d);
-    opt.zero_grad();
-    cross_entropy(net(x), y).backward();
-    opt.step();
-    device::synchronize(d);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+/// The MLP of one width, its optimizer and a batch, the model and optimizer on a device.
+struct MlpOnDevice {
+    MlpOnDevice(std::int64_t batch, std::int64_t width, Device device, std::uint64_t seed)
+        : rng(seed), net(nn::make_simple_net(rng, width, width, kClasses)), d(device) {
+        net->to(d);  // before the optimizer: its state is made where the parameters are
+        opt = std::make_unique<optim::SGD>(net->parameters(), 0.01, 0.9);
+        b = make_batch(batch, width, rng);
+    }
+
+    /// One training step as `train --device` runs it: the batch copied once, no read back;
+    /// the device synchronised at the end so that queued GPU work is inside the time.
+    double timed_step() {
+        const auto start = std::chrono::steady_clock::now();
+        const Tensor x = b.x.to(d), y = b.y.to(d);
+        opt->zero_grad();
+        cross_entropy((*net)(x), y).backward();
+        opt->step();
+        device::synchronize(d);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+
+    Rng rng;
+    std::shared_ptr<nn::Sequential> net;
+    std::unique_ptr<optim::SGD> opt;
+    HostBatch b;
+    Device d;
+};
 
 /// The median step time of the MLP of @p width on @p d, over @p reps steps after a warm-up.
 double median_step(std::int64_t batch, std::int64_t width, Device d, int reps, std::uint64_t seed) {
-    Rng rng(seed);
-    auto net = nn::make_simple_net(rng, width, width, kClasses);
-    net->to(d);
-    optim::SGD opt(net->parameters(), 0.01, 0.9);
-    const HostBatch b = make_batch(batch, width, rng);
-    (void)timed_step(*net, opt, b, d);  // warm-up: first touch, the allocator's caches
+    MlpOnDevice mlp(batch, width, d, seed);
+    (void)mlp.timed_step();  // warm-up: first touch, the allocator's caches
     std::vector<double> seconds;
-    for (int i = 0; i < reps; ++i) seconds.push_back(timed_step(*net, opt, b, d));
+    for (int i = 0; i < reps; ++i) seconds.push_back(mlp.timed_step());
     return median(seconds);
 }
 
 /// The kernels one step launches on the CPU runtime's device (the GPU's kernels).
 double kernels_per_step(std::int64_t batch, std::int64_t width, std::uint64_t seed) {
-    Rng rng(seed);
-    auto net = nn::make_simple_net(rng, width, width, kClasses);
-    net->to(kCudaCpu);
-    optim::SGD opt(net->parameters(), 0.01, 0.9);
-    const HostBatch b = make_batch(batch, width, rng);
-    (void)timed_step(*net, opt, b, kCudaCpu);  // the optimizer's first step may differ (state)
+    MlpOnDevice mlp(batch, width, kCudaCpu, seed);
+    (void)mlp.timed_step();  // the optimizer's first step may differ (its state is made)
     cuda::cpu::reset_runtime_stats();
-    (void)timed_step(*net, opt, b, kCudaCpu);
+    (void)mlp.timed_step();
     return static_cast<double>(cuda::cpu::runtime_stats().launches);
 }
 
