@@ -54,7 +54,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"TPU-1", "14", ""},
         {"ENERGY-1", "14", ""},
         {"ASYNC-1", "15", ""},
-        {"CHOICE-1", "15", "CPU is fine for small models and data, GPU wins for large ones: there is a crossover size"},
+        {"CHOICE-1", "15", ""},
         {"DEV-1", "15", ""},
     };
     return all;

@@ -97,6 +97,7 @@ std::vector<Claim> lab13_claims();
 std::vector<Claim> lab14_claims();
 std::vector<Claim> lab15_device_claims();   // DEV-1 (claims_l15_dev.cpp)
 std::vector<Claim> lab15_streams_claims();  // ASYNC-1, DATA-3, ... (claims_l15_streams.cpp)
+std::vector<Claim> lab15_choice_claims();   // CHOICE-1 (claims_l15_choice.cpp)
 
 // Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.
 double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds);

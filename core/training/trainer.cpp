@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.hpp"
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
+#include "device/device_pinned.hpp"
 #include "ops/ops.hpp"
 
 namespace gl::training {
@@ -212,6 +213,10 @@ std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Data
     lo.batch_size = options.batch_size;
     lo.shuffle = true;
     lo.seed = options.seed;
+    if (!options.device.device.is_cpu()) {  // batches in the device runtime's page-locked memory
+        lo.pin_memory = true;
+        lo.pinned_provider = &device::pinned_host_memory(options.device.device);
+    }
     const DataLoader loader(train, lo);
     const PrecisionOptions& precision = options.precision;
     std::unique_ptr<amp::MasterWeights> master;

@@ -104,7 +104,9 @@ struct FitOptions {
     std::uint64_t seed = 0;           ///< shuffling seed (the model has its own)
     PrecisionOptions precision;       ///< FP32, or mixed precision with FP16/BF16
     StepFn on_step;                   ///< optional, called after every step
-    DeviceOptions device;             ///< where to train (fp32 only on a device)
+    /// Where to train (fp32 only on a device). On a device the loader pins each batch in the
+    /// device runtime's page-locked memory (device::pinned_host_memory) before it is copied.
+    DeviceOptions device;
 };
 
 /// Called after each epoch with its report.

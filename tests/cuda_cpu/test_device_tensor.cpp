@@ -5,15 +5,21 @@
 // waits for the device zero times. On a GPU the same tests run with GRADLAB_TEST_DEVICE=cuda.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/rng.hpp"
+#include "cuda_cpu/streams.hpp"
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
+#include "device/device_pinned.hpp"
+#include "data/dataset.hpp"
+#include "training/trainer.hpp"
 #include "nn/module.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
@@ -284,6 +290,47 @@ TEST_F(DeviceTraining, ModelAndOptimizerStateMove) {
                                       from_vector<std::int32_t>({0, 1}, {2}).to(test_device()));
     loss.backward();
     EXPECT_NO_THROW(opt.step()) << "the momentum moved with the parameters";
+}
+
+TEST_F(DeviceTraining, FitStagesBatchesInTheRuntimesPinnedMemoryAndReportsEverySync) {
+    std::vector<std::int32_t> labels;
+    for (int i = 0; i < 40; ++i) labels.push_back(i % 3);
+    const auto data = std::make_shared<TensorDataset>(random_tensor({40, 6}, 8), from_vector<std::int32_t>(labels, {40}), 3);
+    const PinnedMemoryProvider& pinned = device::pinned_host_memory(test_device());
+    for (const bool read_loss : {false, true}) {
+        Rng rng(5);
+        auto net = nn::make_simple_net(rng, 6, 5, 3);
+        training::FitOptions o;
+        o.epochs = 1;
+        o.batch_size = 8;
+        o.optimizer = "sgd";
+        o.device = {test_device(), read_loss};
+        std::size_t most_locked = 0;  // the pinned bytes alive while a step runs
+        const auto progress = [&](std::size_t, std::size_t, double) {
+            most_locked = std::max(most_locked, pinned.locked_bytes());
+        };
+        const auto reports = training::fit(*net, data, nullptr, o, nullptr, progress);
+        ASSERT_EQ(reports.size(), 1u);
+        EXPECT_GT(most_locked, 0u) << "the batches were not in the runtime's page-locked memory";
+        EXPECT_EQ(reports[0].steps, 5);
+        EXPECT_EQ(reports[0].host_to_device_copies, 2 * reports[0].steps) << "each batch goes to the device once";
+        EXPECT_EQ(reports[0].host_syncs_in_steps, read_loss ? reports[0].steps : 0)
+            << "the only host syncs in the steps are the loss reads the loop reports";
+    }
+}
+
+TEST_F(DeviceTraining, PinnedHostMemoryComesFromTheDevicesRuntime) {
+    EXPECT_THROW(device::pinned_host_memory(kCpu), Error);
+    PinnedMemoryProvider& pinned = device::pinned_host_memory(test_device());
+    const std::size_t before = pinned.locked_bytes();
+    void* p = pinned.allocate(4096);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(pinned.locked_bytes(), before + 4096);
+    if (test_device() == kCudaCpu) {
+        EXPECT_TRUE(cuda::cpu::is_page_locked(p, 4096));
+    }
+    pinned.deallocate(p, 4096);
+    EXPECT_EQ(pinned.locked_bytes(), before);
 }
 
 }  // namespace

@@ -30,8 +30,8 @@
 #                 until then the row says "not built yet": not a pass;
 #  11. nccl       the NCCL backend with one rank (tests/dist/test_dist_nccl.cpp);
 #  12. streams claims  the claims report's ASYNC-1 (streams overlap copies and compute),
-#                 DATA-3 (pinned vs pageable copies) and MEM-3 (device vs host bandwidth)
-#                 rows, measured on the GPU (`gradlab claims --quick --only ...`); passed
+#                 DATA-3 (pinned vs pageable copies), MEM-3 (device vs host bandwidth) and
+#                 CHOICE-1 (the CPU/GPU crossover size) rows, measured on the GPU (`gradlab claims --quick --only ...`); passed
 #                 when every row has a computed verdict, which on a GPU must not be "needs
 #                 a GPU" (in the dry run it is: the CPU-runtime halves are what it checks).
 #
@@ -415,7 +415,7 @@ if [ "$full_build" -eq 0 ]; then
 elif ! grep -qx tools/gradlab <<<"$all_targets"; then
     record "streams claims" "did not run" "no tools/gradlab in this build"
 elif ! out_of_time "streams claims"; then
-    timeout "$(time_left)" "$build/tools/gradlab" claims --quick --only ASYNC-1 DATA-3 MEM-3 \
+    timeout "$(time_left)" "$build/tools/gradlab" claims --quick --only ASYNC-1 DATA-3 MEM-3 CHOICE-1 \
         --out "$logs/claims" >"$logs/claims.log" 2>&1
     rc=$?
     verdicts=$(python3 - "$logs/claims/claims.json" "$dry_run" <<'EOF'
@@ -424,7 +424,7 @@ claims = json.load(open(sys.argv[1]))["claims"]
 dry = sys.argv[2] == "1"
 bad = [c["id"] for c in claims if c["verdict"] in ("not run", "not built yet") or (not dry and c["verdict"] == "needs a GPU")]
 print("; ".join(f'{c["id"]}: {c["verdict"]}' for c in claims))
-sys.exit(1 if bad or len(claims) != 3 else 0)
+sys.exit(1 if bad or len(claims) != 4 else 0)
 EOF
 )
     verdict_rc=$?

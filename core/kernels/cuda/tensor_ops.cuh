@@ -22,6 +22,7 @@
 
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/cuda_fp16_compat.hpp"
+#include "cuda_cpu/streams.hpp"
 #include "kernels/cuda/sgemm.cuh"
 #include "kernels/cuda/sgemm.hpp"
 #include "kernels/cuda/tensor_ops.hpp"
@@ -263,6 +264,8 @@ DeviceKernels make_device_kernels(const char* runtime) {
     };
     k.memset = [](void* p, int value, std::size_t bytes) { gl::cuda::memset(p, value, bytes); };
     k.synchronize = [] { gl::cuda::synchronize(); };
+    k.host_alloc = [](std::size_t bytes) { return gl::cuda::host_alloc(bytes); };
+    k.host_free = [](void* p) { gl::cuda::host_free(p); };
     k.fill = [](int64_t n, float value, float* out) { launch_n(fill_kernel, n, n, value, out); };
     k.gather = &gather;
     k.binary = [](BinaryOp op, int64_t n, const BroadcastIndex& index, const float* a, const float* b, float* out) {

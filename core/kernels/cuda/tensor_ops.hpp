@@ -65,6 +65,8 @@ struct DeviceKernels {
     void (*memcpy)(void* dst, const void* src, std::size_t bytes, gl::cuda::CopyKind kind);  ///< a copy
     void (*memset)(void* ptr, int value, std::size_t bytes);                   ///< fills bytes
     void (*synchronize)();                                                     ///< waits for the device
+    void* (*host_alloc)(std::size_t bytes);                                    ///< page-locked host memory
+    void (*host_free)(void* ptr);                                              ///< frees host_alloc's memory
     // ---- element-wise ----
     /// out[i] = value.
     void (*fill)(std::int64_t n, float value, float* out);
