@@ -98,6 +98,24 @@ inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std:
     }
 }
 
+/// One row of the fused requantization: out_row[c] = requantize(raw[c * cs] - za
+/// col_sum[c] + row_term + bias[j0 + c]). The fields of @p rq are copied into locals
+/// first: the stores go through a uint8_t pointer, which may alias anything, so the
+/// compiler would otherwise reload every field for every element.
+inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::int64_t cs, const std::int32_t* col_sum,
+                           std::int32_t za, std::int32_t row_term, std::int64_t j0, std::int64_t cols,
+                           std::uint8_t* out_row) {
+    const std::int32_t* bias = rq.bias ? rq.bias + j0 : nullptr;
+    const quant::FixedPointMultiplier* m = rq.multipliers + (rq.per_column ? j0 : 0);
+    const std::int64_t m_step = rq.per_column ? 1 : 0;
+    const std::int32_t zero_point = rq.zero_point;
+    const quant::QRange range = rq.range;
+    for (std::int64_t c = 0; c < cols; ++c) {
+        const std::int32_t acc = raw[c * cs] - za * col_sum[c] + row_term + (bias ? bias[c] : 0);
+        out_row[c] = static_cast<std::uint8_t>(quant::requantize(acc, m[c * m_step], zero_point, range));
+    }
+}
+
 /// Writes the valid @p rows x @p cols part of a tile of raw sums at (i0, j0): zero-point
 /// compensation, then INT32 out, or bias + requantization to UINT8. Element (r, c) of the
 /// tile is tile[r * rs + c * cs]. @p row_sums is indexed from i0 (may be null when zb =
@@ -118,13 +136,7 @@ inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64
             for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
             continue;
         }
-        std::uint8_t* out_row = rq->out + i * rq->ldo + j0;
-        for (std::int64_t c = 0; c < cols; ++c) {
-            std::int32_t acc = raw[c * cs] - za * col_sum[c] + row_term;
-            if (rq->bias) acc += rq->bias[j0 + c];
-            const quant::FixedPointMultiplier m = rq->multipliers[rq->per_column ? j0 + c : 0];
-            out_row[c] = static_cast<std::uint8_t>(quant::requantize(acc, m, rq->zero_point, rq->range));
-        }
+        requantize_row(*rq, raw, cs, col_sum, za, row_term, j0, cols, rq->out + i * rq->ldo + j0);
     }
 }
 
