@@ -2,6 +2,7 @@
 #include "quant/quantized_mlp.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "autograd/grad_mode.hpp"
@@ -9,6 +10,7 @@
 #include "kernels/gemm_int8.hpp"
 #include "numerics/observer.hpp"
 #include "ops/ops.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl::quant {
 
@@ -84,6 +86,42 @@ QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqO
     return q;
 }
 
+void quantize_input(const float* x, std::size_t n, QParams p, std::uint8_t* out) {
+    check(p.scale > 0.0f, "quantize: the scale must be positive");
+    const QRange range = kUint8;  // [0, 255], the clamp in the loop
+    // x / scale is clamped first to the integers just outside the range that remains after
+    // the zero point (so saturation is unchanged and the value is small), then rounded to
+    // nearest, ties to even, by adding and subtracting 1.5 * 2^52: at that magnitude a
+    // double has no fraction bits, so the addition itself rounds, in the default mode.
+    const double lo = range.qmin - p.zero_point - 1.0, hi = range.qmax - p.zero_point + 1.0;
+    const double round_magic = 0x1.8p52;
+    const double scale = p.scale;
+    const int zero_point = p.zero_point;
+    std::atomic<bool> saw_nan{false};
+    parallel_for(static_cast<std::int64_t>(n), 1 << 14, [&](std::int64_t first, std::int64_t last) {
+        // Local copies of everything the loop reads: stores through a uint8_t pointer may
+        // alias anything, so captured values would be reloaded every element.
+        const float* src = x + first;
+        std::uint8_t* dst = out + first;
+        const std::int64_t count = last - first;
+        const double lo_ = lo, hi_ = hi, scale_ = scale;
+        const int zp = zero_point;
+        bool nan = false;
+        for (std::int64_t i = 0; i < count; ++i) {
+            const double v = static_cast<double>(src[i]) / scale_;
+            nan |= v != v;
+            // Two plain selects (maxsd, minsd), no branch. NaN -> lo.
+            const double above = v > lo_ ? v : lo_;
+            const double clamped = above < hi_ ? above : hi_;
+            const double rounded = (clamped + round_magic) - round_magic;
+            const int q = std::clamp(static_cast<int>(rounded) + zp, 0, 255);
+            dst[i] = static_cast<std::uint8_t>(q);
+        }
+        if (nan) saw_nan = true;
+    });
+    if (saw_nan) throw Error("quantize: NaN input (a NaN has no nearest integer; find where it came from)");
+}
+
 namespace {
 
 // One layer on u8 input [B, in]: INT8 GEMM with fused requantization to u8.
@@ -124,9 +162,19 @@ Tensor QuantizedMlp::forward(const Tensor& x) const {
     const std::int64_t B = x.shape()[0];
     check(x.numel() == B * layers[0].in, "QuantizedMlp: expected " + std::to_string(layers[0].in) +
                                               " input features, got " + shape_str(x.shape()));
-    const std::vector<float> xf = x.contiguous().to_vector<float>();
-    std::vector<std::uint8_t> h(xf.size());
-    quantize(xf.data(), xf.size(), layers[0].input, h.data());  // the input boundary: float -> u8, once
+    // A contiguous FP32 CPU input (the usual case) is read in place: copying it through
+    // to_vector() cost more than the first GEMM.
+    const Tensor xc = x.contiguous();
+    std::vector<float> converted;
+    const float* xf = nullptr;
+    if (xc.dtype() == DType::Float32 && xc.device().is_cpu()) {
+        xf = xc.data<float>();
+    } else {
+        converted = xc.to_vector<float>();
+        xf = converted.data();
+    }
+    std::vector<std::uint8_t> h(static_cast<std::size_t>(xc.numel()));
+    quantize_input(xf, h.size(), layers[0].input, h.data());  // the input boundary: float -> u8, once
     for (std::size_t l = 0; l + 1 < layers.size(); ++l) h = hidden_layer(layers[l], h, B);
     return from_vector(last_layer(layers.back(), h, B), {B, layers.back().out});
 }
