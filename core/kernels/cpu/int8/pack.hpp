@@ -103,10 +103,12 @@ inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std:
 void requantize_span(const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column,
                      std::int32_t zero_point, quant::QRange range, std::int64_t count, std::uint8_t* out);
 
+/// The widest micro-tile (columns) the epilogue's row buffer holds.
+inline constexpr std::int64_t kMaxTileColumns = 64;
+
 /// One row of the fused requantization: the zero-point-compensated sums plus the bias are
 /// gathered from the tile into a contiguous row (a loop the compiler vectorises), then
 /// requantized by requantize_span. At most kMaxTileColumns columns.
-inline constexpr std::int64_t kMaxTileColumns = 64;
 inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::int64_t cs, const std::int32_t* col_sum,
                            std::int32_t za, std::int32_t row_term, std::int64_t j0, std::int64_t cols,
                            std::uint8_t* out_row) {
