@@ -1,6 +1,8 @@
 // INT8 GEMM benchmark (claim Q-1): the INT8 paths this CPU runs and oneDNN's INT8 GEMM
 // against the FP32 kernels (ours and the peers) in the same run, on square problems
-// N = 256..2048 and on the MLP's layer shapes (batch 64 and 1000), 1 and 2 threads.
+// N = 256..2048 and on the MLP's layer shapes (batch 64 and 1000), 1 and 2 threads; and
+// the whole MLP forward pass (SimpleNet 784-128-10, batch 1000) in FP32 and in INT8
+// (quant::QuantizedMlp: input quantization, GEMMs with fused requantization, logits).
 // INT8 work is counted as 2 M N K "operations" so GOP/s and GFLOP/s compare directly.
 //
 // Run:   build/bench/bench_int8 --benchmark_format=json --benchmark_out=int8.json
@@ -11,9 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_mode.hpp"
+#include "data/dataset.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_int8.hpp"
+#include "nn/module.hpp"
 #include "parallel/thread_pool.hpp"
+#include "quant/quantized_mlp.hpp"
 #include "testkit/random.hpp"
 
 namespace {
@@ -80,6 +86,22 @@ void run_fp32(benchmark::State& state, const gl::kernels::GemmKernel& kernel, co
     counters(state, p, threads, "GOP/s");
 }
 
+// The MLP forward pass on a batch of 1000 images-shaped inputs in [0, 1): FP32, or the
+// INT8 model calibrated (per channel, min/max) on the same inputs. The weights are
+// untrained; the work per pass is the same as a trained model's.
+void run_mlp(benchmark::State& state, bool int8, int threads) {
+    gl::set_num_threads(threads);
+    gl::Rng rng(1);
+    auto net = gl::nn::make_simple_net(rng, 784, 128, 10);
+    const gl::Tensor x = gl::rand_uniform({1000, 784}, 0.0, 1.0, rng);
+    const gl::TensorDataset data(x, gl::zeros({1000}, gl::DType::Int32), 10);
+    const gl::quant::QuantizedMlp q = gl::quant::quantize_mlp(*net, data, {});
+    const gl::NoGradGuard no_grad;
+    for (auto _ : state) benchmark::DoNotOptimize(int8 ? q.forward(x) : net->forward(x));
+    state.counters["threads"] = threads;
+    state.SetLabel("SimpleNet 784-128-10 forward, batch 1000");
+}
+
 std::string name(const std::string& kernel, const Shape& p, int t) {
     return "int8/" + kernel + "/" + p.name + "/" + std::to_string(p.M) + "x" + std::to_string(p.N) + "x" +
            std::to_string(p.K) + "/threads:" + std::to_string(t) + "/";
@@ -111,6 +133,10 @@ int main(int argc, char** argv) {
                 add(name(std::string("fp32_") + fp32, p, t), [k, p, t](benchmark::State& s) { run_fp32(s, *k, p, t); });
             }
         }
+    for (int t : {1, 2})
+        for (bool int8 : {false, true})
+            add(std::string("mlp_forward/") + (int8 ? "int8" : "fp32") + "/batch:1000/threads:" + std::to_string(t) + "/",
+                [int8, t](benchmark::State& s) { run_mlp(s, int8, t); });
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -102,10 +102,13 @@ inline std::int32_t requantize(std::int32_t acc, FixedPointMultiplier m, std::in
     const int right = 31 + m.shift;  // 0 .. 61 for multipliers to_fixed_point accepts
     std::int64_t q = product;
     if (right > 0) {
-        q = product >> right;  // floor (C++20: arithmetic shift)
-        const std::int64_t remainder = product - (q * (std::int64_t{1} << right));
+        // Branch-free round half to even (the GEMM epilogue runs this per element): with
+        // product = floor * 2^right + remainder, adding half - 1 carries into the quotient
+        // exactly when remainder > half, and the extra 1 when floor is odd makes the tie
+        // remainder == half carry too. (C++20: >> of a negative value is arithmetic.)
         const std::int64_t half = std::int64_t{1} << (right - 1);
-        if (remainder > half || (remainder == half && (q & 1))) ++q;
+        const std::int64_t floor_is_odd = (product >> right) & 1;
+        q = (product + half - 1 + floor_is_odd) >> right;
     }
     q += zero_point;
     return static_cast<std::int32_t>(q < range.qmin ? range.qmin : q > range.qmax ? range.qmax : q);

@@ -70,6 +70,13 @@ QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqO
 QuantizedLinear quantize_linear(const Tensor& weight, const Tensor& bias, QParams input, bool relu, bool has_output, QParams output,
                                 bool per_channel);
 
+/// The input boundary of the integer forward pass: quantize(x, n, p, out) into UINT8 with
+/// the same results (round half to even, saturation, gl::Error for NaN or a scale that is
+/// not positive), computed on the intra-op threads without branches or library calls
+/// (quantize() calls the per-value function, one library call per element,
+/// which made the input conversion cost more than the INT8 GEMMs behind it).
+void quantize_input(const float* x, std::size_t n, QParams p, std::uint8_t* out);
+
 /// The Linear layers of @p model and, for each, whether a ReLU follows it; throws
 /// gl::Error naming the first module that is neither.
 std::vector<std::pair<nn::Linear*, bool>> linear_relu_chain(const nn::Sequential& model);

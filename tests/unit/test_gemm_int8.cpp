@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "kernels/cpu/int8/pack.hpp"
 #include "kernels/gemm_int8.hpp"
 #include "numerics/quantize.hpp"
 #include "parallel/thread_pool.hpp"
@@ -128,6 +129,31 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Int8Gemm, ::testing::ValuesIn([] {
                          [](const auto& info) { return info.param; });
 
 // The oracle itself against sums in 64-bit integers written out here.
+TEST(Int8Requantize, SpanMatchesTheScalarRequantization) {
+    // requantize_span (the AVX-512 loop where this CPU has it) against quant::requantize,
+    // element by element: every tail length 1..19, per column and per tensor, multipliers
+    // below and above 1 (right shift 0), ties (acc odd, multiplier 0.5), both clamps.
+    std::mt19937 gen(5);
+    std::uniform_int_distribution<std::int32_t> wide(-(1 << 24), 1 << 24);
+    std::vector<quant::FixedPointMultiplier> m;
+    for (double real : {0.5, 1e-4, 0.37, 3e-7, 1.0, 2.5, 0.0123, 0.5, 0.999, 1e-2, 0.25, 0.75, 7e-3, 0.5, 0.1, 0.2,
+                        0.3, 0.4, 0.6})
+        m.push_back(quant::to_fixed_point(real));
+    for (std::int64_t count = 1; count <= 19; ++count)
+        for (bool per_column : {true, false})
+            for (int trial = 0; trial < 20; ++trial) {
+                std::vector<std::int32_t> acc(static_cast<std::size_t>(count));
+                for (auto& a : acc) a = trial < 5 ? 2 * (trial + 1) * (wide(gen) % 3) + 1 : wide(gen);  // odd: ties at 0.5
+                const quant::QRange range{trial % 2 ? 20 : 0, 255};
+                std::vector<std::uint8_t> got(static_cast<std::size_t>(count) + 8, 77);  // past the end: untouched
+                int8::requantize_span(acc.data(), m.data(), per_column, 20, range, count, got.data());
+                for (std::int64_t c = 0; c < count; ++c)
+                    ASSERT_EQ(int(got[c]), quant::requantize(acc[c], m[per_column ? c : 0], 20, range))
+                        << "count " << count << " column " << c << " acc " << acc[c];
+                for (std::size_t c = static_cast<std::size_t>(count); c < got.size(); ++c) ASSERT_EQ(got[c], 77);
+            }
+}
+
 TEST(Int8GemmOracle, MatchesWideSums) {
     Operands o = operands({7, 5, 33, false, 100, -7, 0});
     std::vector<std::int32_t> c(35);

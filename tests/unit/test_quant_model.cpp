@@ -48,6 +48,22 @@ std::string temp_path(const std::string& name) {
     return (std::filesystem::temp_directory_path() / ("gradlab_test_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
+TEST(QuantizedMlp, BatchedInputQuantizationMatchesQuantize) {
+    // Ties both ways (x / scale = k + 0.5), saturation at both ends, infinities, -0.
+    const QParams p{0.25f, 7};
+    std::vector<float> x;
+    for (int k = -80; k <= 80; ++k) x.push_back(0.125f * static_cast<float>(k));
+    for (float v : {1e6f, -1e6f, INFINITY, -INFINITY, -0.0f, 62.0f, 62.125f, 62.375f, -1.875f, -1.625f}) x.push_back(v);
+    for (int i = 0; i < 40000; ++i) x.push_back(std::sin(0.37f * static_cast<float>(i)) * 40.0f);  // spans threads
+    std::vector<std::uint8_t> want(x.size()), got(x.size());
+    quantize(x.data(), x.size(), p, want.data());
+    quantize_input(x.data(), x.size(), p, got.data());
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(int(got[i]), int(want[i])) << "x = " << x[i];
+    x[30000] = NAN;
+    EXPECT_THROW(quantize_input(x.data(), x.size(), p, got.data()), Error);
+    EXPECT_THROW(quantize_input(x.data(), 1, QParams{0.0f, 0}, got.data()), Error);
+}
+
 TEST(QuantizedMlp, IntegerForwardTracksTheFloatModel) {
     Trained t = trained_mlp();
     for (bool per_channel : {false, true}) {

@@ -98,6 +98,27 @@ inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std:
     }
 }
 
+/// out[c] = quant::requantize(acc[c], m[per_column ? c : 0], zero_point, range) for c <
+/// @p count: requant.cpp, with an AVX-512 loop where the CPU has it.
+void requantize_span(const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column,
+                     std::int32_t zero_point, quant::QRange range, std::int64_t count, std::uint8_t* out);
+
+/// The widest micro-tile (columns) the epilogue's row buffer holds.
+inline constexpr std::int64_t kMaxTileColumns = 64;
+
+/// One row of the fused requantization: the zero-point-compensated sums plus the bias are
+/// gathered from the tile into a contiguous row (a loop the compiler vectorises), then
+/// requantized by requantize_span. At most kMaxTileColumns columns.
+inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::int64_t cs, const std::int32_t* col_sum,
+                           std::int32_t za, std::int32_t row_term, std::int64_t j0, std::int64_t cols,
+                           std::uint8_t* out_row) {
+    std::int32_t acc[kMaxTileColumns];
+    for (std::int64_t c = 0; c < cols; ++c) acc[c] = raw[c * cs] - za * col_sum[c] + row_term;
+    if (rq.bias)
+        for (std::int64_t c = 0; c < cols; ++c) acc[c] += rq.bias[j0 + c];
+    requantize_span(acc, rq.multipliers + (rq.per_column ? j0 : 0), rq.per_column, rq.zero_point, rq.range, cols, out_row);
+}
+
 /// Writes the valid @p rows x @p cols part of a tile of raw sums at (i0, j0): zero-point
 /// compensation, then INT32 out, or bias + requantization to UINT8. Element (r, c) of the
 /// tile is tile[r * rs + c * cs]. @p row_sums is indexed from i0 (may be null when zb =
@@ -118,13 +139,7 @@ inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64
             for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
             continue;
         }
-        std::uint8_t* out_row = rq->out + i * rq->ldo + j0;
-        for (std::int64_t c = 0; c < cols; ++c) {
-            std::int32_t acc = raw[c * cs] - za * col_sum[c] + row_term;
-            if (rq->bias) acc += rq->bias[j0 + c];
-            const quant::FixedPointMultiplier m = rq->multipliers[rq->per_column ? j0 + c : 0];
-            out_row[c] = static_cast<std::uint8_t>(quant::requantize(acc, m, rq->zero_point, rq->range));
-        }
+        requantize_row(*rq, raw, cs, col_sum, za, row_term, j0, cols, rq->out + i * rq->ldo + j0);
     }
 }
 
@@ -151,6 +166,7 @@ struct Blocking {
 template <class Micro>
 void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
     if (g.M == 0 || g.N == 0) return;
+    check(bl.nr <= kMaxTileColumns, "int8 blocked_gemm: micro-tile wider than requantize_row's row buffer");
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
     const PackedB b = pack_b(g, bl.nr, kp);
     const std::int64_t row_blocks = (g.M + bl.mc - 1) / bl.mc, col_blocks = (g.N + bl.nc - 1) / bl.nc;

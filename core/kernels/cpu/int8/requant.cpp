@@ -1,0 +1,81 @@
+// The fused requantization of the INT8 GEMMs (pack.hpp's epilogue), one row of a tile at
+// a time: a scalar loop, and an AVX-512 one for CPUs that have it.
+//
+// Why a hand-written vector loop: requantization is a 32 x 32 -> 64-bit product, a
+// rounding right shift by a per-column amount, a clamp and a narrowing store, per output
+// element. GCC does not vectorise that mix from the scalar code, and the scalar code
+// (variable shifts, 64-bit multiplies) cost as much as the GEMM itself on the MLP's first
+// layer (batch 1000, 128 outputs).
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/int8/pack.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+// The AVX-512 intrinsics pass _mm512_undefined_epi32() to the masked builtins, which
+// -Wmaybe-uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#endif
+
+namespace gl::kernels::int8 {
+namespace {
+
+void requantize_scalar(const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column,
+                       std::int32_t zero_point, quant::QRange range, std::int64_t count, std::uint8_t* out) {
+    for (std::int64_t c = 0; c < count; ++c)
+        out[c] = static_cast<std::uint8_t>(quant::requantize(acc[c], m[per_column ? c : 0], zero_point, range));
+}
+
+#if defined(__x86_64__)
+// Eight outputs per step, each in a 64-bit lane. A FixedPointMultiplier is {multiplier,
+// shift}, 8 bytes, so eight of them load as one zmm whose lanes hold the multiplier in
+// the low half and the shift in the high half: vpmuldq multiplies the low halves (signed)
+// by the accumulators, and an arithmetic shift by 32 extracts the shifts. The rounding is
+// quant::requantize's, lane by lane: add half - 1, plus 1 when the floor is odd, then
+// shift; a right shift of 0 (a multiplier of 1 or more) keeps the product as it is.
+__attribute__((target("avx512f,avx512vl,avx512bw"))) void requantize_avx512(
+    const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column, std::int32_t zero_point,
+    quant::QRange range, std::int64_t count, std::uint8_t* out) {
+    const __m512i one = _mm512_set1_epi64(1), zp = _mm512_set1_epi64(zero_point);
+    const __m512i qmin = _mm512_set1_epi64(range.qmin), qmax = _mm512_set1_epi64(range.qmax);
+    long long first_m = 0;  // per tensor: the one multiplier, broadcast
+    static_assert(sizeof(quant::FixedPointMultiplier) == sizeof first_m, "{multiplier, shift} is one 64-bit lane");
+    std::memcpy(&first_m, m, sizeof first_m);
+    const __m512i same_m = _mm512_set1_epi64(first_m);
+    for (std::int64_t c = 0; c < count; c += 8) {
+        const __mmask8 lanes = static_cast<__mmask8>(count - c >= 8 ? 0xFF : (1u << (count - c)) - 1);
+        const __m512i a = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, acc + c));
+        const __m512i mv = per_column ? _mm512_maskz_loadu_epi64(lanes, m + c) : same_m;
+        const __m512i product = _mm512_mul_epi32(a, mv);  // low 32 bits of each lane, signed
+        const __m512i right = _mm512_add_epi64(_mm512_srai_epi64(mv, 32), _mm512_set1_epi64(31));
+        const __m512i half = _mm512_srli_epi64(_mm512_sllv_epi64(one, right), 1);  // 0 when right = 0
+        const __m512i odd = _mm512_and_si512(_mm512_srav_epi64(product, right), one);
+        const __m512i rounded =
+            _mm512_srav_epi64(_mm512_add_epi64(product, _mm512_add_epi64(_mm512_sub_epi64(half, one), odd)), right);
+        const __mmask8 shifted = _mm512_cmpgt_epi64_mask(right, _mm512_setzero_si512());
+        __m512i q = _mm512_add_epi64(_mm512_mask_blend_epi64(shifted, product, rounded), zp);
+        q = _mm512_min_epi64(_mm512_max_epi64(q, qmin), qmax);
+        _mm_mask_storeu_epi8(out + c, lanes, _mm512_cvtepi64_epi8(q));
+    }
+}
+#endif
+
+bool has_avx512() {
+    const auto& f = sys::cpu_info().features;
+    return f.avx512f && f.avx512vl && f.avx512bw;
+}
+
+}  // namespace
+
+void requantize_span(const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column,
+                     std::int32_t zero_point, quant::QRange range, std::int64_t count, std::uint8_t* out) {
+#if defined(__x86_64__)
+    static const bool vector = has_avx512();
+    if (vector) return requantize_avx512(acc, m, per_column, zero_point, range, count, out);
+#endif
+    requantize_scalar(acc, m, per_column, zero_point, range, count, out);
+}
+
+}  // namespace gl::kernels::int8
