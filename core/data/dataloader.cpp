@@ -52,10 +52,7 @@ std::uint64_t batch_flow(const Dataset& dataset, const EpochSettings& settings, 
 Batch make_planned_batch(const Dataset& dataset, const std::vector<std::size_t>& indices,
                          const EpochSettings& settings, std::size_t b) {
     prof::Scope scope(prof::Category::DataWork, "make_batch");
-    if (scope.on()) {
-        scope.set_name("make_batch " + std::to_string(b));
-        prof::flow_start(batch_flow(dataset, settings, b));  // an arrow to the loop that takes it
-    }
+    if (scope.on()) prof::flow_start(batch_flow(dataset, settings, b));  // an arrow to the loop that takes it
     Batch batch = dataset.get_augmented_batch(indices, settings.seed);
     if (settings.pin) {
         batch.inputs = copy_to_pinned(batch.inputs, *settings.pin);

@@ -178,12 +178,17 @@ Diagnosis diagnose(const StepSummary& s, const DiagnosisRules& rules) {
                                    "configuration does not fit. Activations grow with the batch; a smaller "
                                    "batch, recomputing activations (checkpointing) or 16-bit tensors shrink them.",
                                    s.peak_memory / 1048576.0, rules.memory_cap_bytes / 1048576.0));
-    if (s.fraction(Category::DataWait) > rules.data_wait_fraction)
+    // Loading on the training thread is time it does not train: waiting for a worker's
+    // batch (data_wait) or making the batch itself (data_work, without workers).
+    const double loading = s.fraction(Category::DataWait) + s.fraction(Category::DataWork);
+    if (loading > rules.data_wait_fraction)
         return finding(Problem::DataLoading, "more data-loader workers (num_workers), lighter augmentation",
-                       fmt::format("Data loading: the training loop waits for batches {} of the step time "
-                                   "(data_wait), so the model idles while one thread decodes and augments. "
-                                   "Loader workers make batches in parallel and ahead of the loop.",
-                                   percent(s.fraction(Category::DataWait))));
+                       fmt::format("Data loading: the training thread spends {} of the step time getting "
+                                   "batches (data_wait {}, data_work {}), so the model idles while batches are "
+                                   "decoded and augmented. Loader workers make batches in parallel and ahead "
+                                   "of the loop.",
+                                   percent(loading), percent(s.fraction(Category::DataWait)),
+                                   percent(s.fraction(Category::DataWork))));
     if (s.fraction(Category::Communication) > rules.communication_fraction)
         return finding(Problem::Communication, "DistributedDataParallel instead of DataParallel, a larger batch",
                        fmt::format("Communication: collectives take {} of the step time ({:.1f} MB per step). "

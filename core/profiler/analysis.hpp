@@ -32,7 +32,9 @@ struct OpRow {
     std::int64_t self_ns = 0;      ///< summed self times (children excluded)
     double flops = 0;              ///< summed flops
     double bytes = 0;              ///< summed bytes
-    double percent_of_steps = 0;   ///< self time as % of the summed step time
+    /// Self time as % of the summed step time. Rows of several threads (loader workers,
+    /// the ranks of a threads group) may add up to more than 100%.
+    double percent_of_steps = 0;
     /// flops per second of its own total time, in GFLOP/s (0 without flops).
     double gflops_per_s() const { return total_ns > 0 ? flops / static_cast<double>(total_ns) : 0.0; }
     /// bytes per second of its own total time, in GB/s (0 without bytes).
@@ -79,10 +81,13 @@ const char* problem_name(Problem p);
 /// Thresholds of the rules (the defaults are the ones the lab and PROF-1 use).
 struct DiagnosisRules {
     std::int64_t memory_cap_bytes = 0;     ///< 0: no cap
-    double data_wait_fraction = 0.30;      ///< data_wait above this: loading is the problem
+    /// data_wait + data_work on the training thread above this: loading is the problem
+    double data_wait_fraction = 0.30;
     double communication_fraction = 0.25;  ///< communication above this: it is the problem
     double syncs_per_step = 1.0;           ///< this many host syncs per step or more: sync problem
-    double min_flops_per_op = 1e6;         ///< mean flops per op below this: ops are too small
+    /// Mean flops per op call below this: the ops are too small to use the machine (SimpleNet
+    /// is below it up to batch 8, a matmul of 8x784x128 being 1.6 MFLOP among small ops).
+    double min_flops_per_op = 2e5;
 };
 
 /// The diagnosis: what dominates, the lecture's remedy, and a paragraph that says why.

@@ -217,12 +217,14 @@ void Profiler::stop() {
     // Steps before the active window left only warmup recordings: drop them.
     if (step_ < options_.schedule.wait + options_.schedule.warmup) clear_buffers();
     collect_into(trace_);
+    trace_.clock_origin_ns = g_epoch_ns.load();
     running_ = false;
     g_active.store(nullptr);
 }
 
-void mark_step() {
-    if (Profiler* p = g_active.load()) p->step();
+void mark_step(int rank) {
+    Profiler* p = g_active.load();
+    if (p && p->options().rank == rank) p->step();
 }
 
 // ---- Chrome Trace Event Format ----
@@ -327,7 +329,8 @@ std::string chrome_trace_json(const Trace& trace) {
     for (const Event& e : sorted_events(trace)) lines.push_back(complete_event(e));
     for (const FlowPoint& f : paired_flows(trace.flows)) lines.push_back(flow_event(f));
     for (const MemorySample& m : trace.memory) lines.push_back(counter_event(m));
-    std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+    std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"clock_origin_ns\":" +
+                      std::to_string(trace.clock_origin_ns) + "},\"traceEvents\":[\n";
     for (std::size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? ",\n" : "\n");
     return out + "]}\n";
 }

@@ -84,6 +84,9 @@ struct Trace {
     std::vector<MemorySample> memory;  ///< the memory timeline
     std::vector<std::pair<int, std::string>> thread_names;  ///< tid -> name
     int steps = 0;                    ///< active steps recorded
+    /// The steady clock's reading (ns) at the profiler's epoch: the same clock in every
+    /// process of a machine, so traces of several ranks can be aligned when merged.
+    std::int64_t clock_origin_ns = 0;
 };
 
 /// torch.profiler.schedule: skip `wait` steps, record `warmup` steps and throw them away
@@ -194,8 +197,10 @@ private:
 };
 
 /// Ends a training step on the running profiler, if there is one (a no-op otherwise):
-/// the one line a training loop adds, at the end of each iteration.
-void mark_step();
+/// the one line a training loop adds, at the end of each iteration. Only the loop of rank
+/// @p rank equal to the profiler's ProfilerOptions::rank counts, so data-parallel ranks
+/// that are threads of one process step the profiler once per step, not once per rank.
+void mark_step(int rank = 0);
 
 /// Writes @p trace as Chrome Trace Event Format JSON (chrome://tracing, Perfetto):
 /// complete events ("X") with microsecond timestamps, flow events ("s"/"f") between

@@ -307,6 +307,9 @@ TEST(ProfilerDiagnosis, EachRuleNamesItsProblemAndTheLecturesRemedy) {
     using prof::Problem;
     EXPECT_EQ(prof::diagnose(summary_with(Category::DataWait, 0.6)).problem, Problem::DataLoading);
     EXPECT_EQ(prof::diagnose(summary_with(Category::DataWait, 0.1)).problem, Problem::ComputeBound);
+    prof::StepSummary loading_on_the_loop = summary_with(Category::DataWait, 0.2);
+    loading_on_the_loop.self_ns[static_cast<std::size_t>(Category::DataWork)] = 200'000;
+    EXPECT_EQ(prof::diagnose(loading_on_the_loop).problem, Problem::DataLoading) << "0.2 + 0.2 of the step";
     EXPECT_EQ(prof::diagnose(summary_with(Category::Communication, 0.5)).problem, Problem::Communication);
     prof::StepSummary sync = summary_with(Category::OpForward, 0.5);
     sync.syncs = 10;
