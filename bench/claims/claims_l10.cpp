@@ -11,6 +11,9 @@ namespace gl::claims {
 
 namespace {
 
+// Six decimals for seconds, whole numbers for bytes and counts above 1000.
+std::string readable(double v) { return v >= 1000 ? fixed(v, 0) : fixed(v, 6); }
+
 Result prof1(const Context& ctx) {
     Result r;
     std::vector<Prof1Row> rows;
@@ -23,7 +26,7 @@ Result prof1(const Context& ctx) {
                      bad.metric, bad.value, fixed_run.value};
         m << row.pipeline << " (" << bad.config << "): diagnosed " << row.diagnosed << ", remedy \""
           << bad.diagnosis.remedy << "\" (" << fixed_run.config << ") took " << row.metric << " from "
-          << fixed(row.before, 6) << " to " << fixed(row.after, 6) << "; ";
+          << readable(row.before) << " to " << readable(row.after) << "; ";
         r.data["pipelines"].push_back({{"pipeline", row.pipeline},
                                        {"planted", row.planted},
                                        {"diagnosed", row.diagnosed},
