@@ -97,7 +97,7 @@ PipelineRun finish(PipelineRun run, std::string config, std::string metric) {
 PipelineRun tiny_batch(bool remedied) {
     LoopSettings s;
     s.batch = remedied ? 64 : 1;
-    s.steps = remedied ? 8 : 64;
+    s.steps = remedied ? 8 : 16;
     PipelineRun run;
     run.trace = profile_training(synthetic_data(s.batch * s.steps), s, warmup_then(s.steps));
     run = finish(std::move(run), "SimpleNet, batch " + std::to_string(s.batch), "seconds per sample");

@@ -189,12 +189,16 @@ Diagnosis diagnose(const StepSummary& s, const DiagnosisRules& rules) {
                                    "of the loop.",
                                    percent(loading), percent(s.fraction(Category::DataWait)),
                                    percent(s.fraction(Category::DataWork))));
-    if (s.fraction(Category::Communication) > rules.communication_fraction)
+    const double bytes_per_flop = s.op_flops > 0 ? s.communication_bytes / s.op_flops : 0.0;
+    if (s.fraction(Category::Communication) > rules.communication_fraction ||
+        bytes_per_flop > rules.communication_bytes_per_flop)
         return finding(Problem::Communication, "DistributedDataParallel instead of DataParallel, a larger batch",
-                       fmt::format("Communication: collectives take {} of the step time ({:.1f} MB per step). "
-                                   "DDP all-reduces gradients instead of sending whole models through one "
-                                   "master, and a larger batch does more work per byte sent.",
-                                   percent(s.fraction(Category::Communication)), s.communication_bytes / steps / 1e6));
+                       fmt::format("Communication: collectives take {} of the step time and move {:.1f} MB per "
+                                   "step, {:.2f} bytes per forward flop. DDP all-reduces gradients instead of "
+                                   "sending whole models through one master, and a larger batch does more work "
+                                   "per byte sent.",
+                                   percent(s.fraction(Category::Communication)), s.communication_bytes / steps / 1e6,
+                                   bytes_per_flop));
     if (static_cast<double>(s.syncs) / steps >= rules.syncs_per_step)
         return finding(Problem::HostSync, "fewer host-device synchronisations: read the loss once per epoch",
                        fmt::format("Synchronisation: the host waits for the device {:.1f} times per step "

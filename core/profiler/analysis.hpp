@@ -84,6 +84,10 @@ struct DiagnosisRules {
     /// data_wait + data_work on the training thread above this: loading is the problem
     double data_wait_fraction = 0.30;
     double communication_fraction = 0.25;  ///< communication above this: it is the problem
+    /// ... or communication bytes per forward flop of the training thread above this: at
+    /// about 10 GB/s of link and 20 GFLOP/s of compute, sending then takes longer than
+    /// computing (a count, so the rule holds on a busy machine too).
+    double communication_bytes_per_flop = 0.5;
     double syncs_per_step = 1.0;           ///< this many host syncs per step or more: sync problem
     /// Mean flops per op call below this: the ops are too small to use the machine (SimpleNet
     /// is below it up to batch 8, a matmul of 8x784x128 being 1.6 MFLOP among small ops).

@@ -311,6 +311,11 @@ TEST(ProfilerDiagnosis, EachRuleNamesItsProblemAndTheLecturesRemedy) {
     loading_on_the_loop.self_ns[static_cast<std::size_t>(Category::DataWork)] = 200'000;
     EXPECT_EQ(prof::diagnose(loading_on_the_loop).problem, Problem::DataLoading) << "0.2 + 0.2 of the step";
     EXPECT_EQ(prof::diagnose(summary_with(Category::Communication, 0.5)).problem, Problem::Communication);
+    prof::StepSummary chatty = summary_with(Category::Communication, 0.1);
+    chatty.communication_bytes = 0.6 * chatty.op_flops;
+    EXPECT_EQ(prof::diagnose(chatty).problem, Problem::Communication) << "0.6 bytes per flop";
+    chatty.communication_bytes = 0.4 * chatty.op_flops;
+    EXPECT_EQ(prof::diagnose(chatty).problem, Problem::ComputeBound) << "0.4 bytes per flop, 10% of the time";
     prof::StepSummary sync = summary_with(Category::OpForward, 0.5);
     sync.syncs = 10;
     EXPECT_EQ(prof::diagnose(sync).problem, Problem::HostSync);
