@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -76,7 +77,13 @@ std::vector<OpRow> op_table(const Trace& trace, bool by_shapes) {
     }
     for (OpRow& row : rows)
         row.percent_of_steps = step_ns > 0 ? 100.0 * static_cast<double>(row.self_ns) / static_cast<double>(step_ns) : 0.0;
-    std::stable_sort(rows.begin(), rows.end(), [](const OpRow& a, const OpRow& b) { return a.self_ns > b.self_ns; });
+    // Largest self time first; ties by name, then category, so the order never depends on
+    // the order of the events.
+    std::sort(rows.begin(), rows.end(), [](const OpRow& a, const OpRow& b) {
+        const std::string_view ca = category_name(a.category), cb = category_name(b.category);
+        return std::tuple(-a.self_ns, std::string_view(a.name), ca, std::string_view(a.shapes)) <
+               std::tuple(-b.self_ns, std::string_view(b.name), cb, std::string_view(b.shapes));
+    });
     // LAB 10 END
     return rows;
 }

@@ -42,7 +42,8 @@ struct OpRow {
 };
 
 /// Aggregates @p trace's events (Step scopes excluded) into rows by name and category,
-/// and by shapes too when @p by_shapes; sorted by self time, largest first.
+/// and by shapes too when @p by_shapes; sorted by self time, largest first (ties by name,
+/// then category name, then shapes).
 std::vector<OpRow> op_table(const Trace& trace, bool by_shapes = false);
 /// The table as text (torch.profiler's key_averages().table()): at most @p rows rows.
 std::string format_op_table(const std::vector<OpRow>& table, std::size_t rows = 25);
