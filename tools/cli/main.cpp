@@ -182,11 +182,15 @@ int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
                        comm.stats().bytes_received * 1e-6, comm.stats().messages_sent);
     };
     if (a.backend == "threads") {
+        gl::cli::TrainProfile profiling(a.profile);  // one process: every rank's thread in one trace
         gl::dist::run_threads(a.workers, report, 300.0);
+        profiling.finish();
     } else if (a.backend == "mpi") {
         auto& comm = gl::dist::MpiCommunicator::world();
         comm.set_timeout_s(300.0);
+        gl::cli::TrainProfile profiling(a.profile, comm.rank());  // a trace per rank: profile merge joins them
         report(comm);
+        profiling.finish();
     }
     return 0;
 }
