@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
+
 namespace gl::prof {
 
 namespace {
