@@ -44,7 +44,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"DP-5", "08", ""},
         {"MP-1", "09", ""},
         {"MP-2", "09", ""},
-        {"PROF-1", "10", "a profiler's per-op table and timeline find the bottleneck, and each bottleneck has its fix"},
+        {"PROF-1", "10", ""},
         {"CONV-1", "11", ""},
         {"CONV-2", "11", ""},
         {"Q-1", "12", ""},

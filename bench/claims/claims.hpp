@@ -91,6 +91,7 @@ std::vector<Claim> lab06_claims();
 std::vector<Claim> lab07_claims();
 std::vector<Claim> lab08_claims();
 std::vector<Claim> lab09_claims();
+std::vector<Claim> lab10_claims();
 std::vector<Claim> lab11_claims();
 std::vector<Claim> lab12_claims();
 std::vector<Claim> lab13_claims();

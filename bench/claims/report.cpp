@@ -26,9 +26,9 @@ std::string to_string(Verdict v) {
 std::vector<Claim> all_claims() {
     std::vector<Claim> all;
     for (auto&& group : {lab01_claims(), lab02_claims(), lab03_claims(), lab04_claims(), lab05_claims(),
-                          lab06_claims(), lab07_claims(), lab08_claims(), lab09_claims(), lab11_claims(),
-                          lab12_claims(), lab13_claims(), lab14_claims(), lab15_device_claims(),
-                          lab15_streams_claims(), lab15_choice_claims()})
+                          lab06_claims(), lab07_claims(), lab08_claims(), lab09_claims(), lab10_claims(),
+                          lab11_claims(), lab12_claims(), lab13_claims(), lab14_claims(),
+                          lab15_device_claims(), lab15_streams_claims(), lab15_choice_claims()})
         for (auto& c : group) all.push_back(c);
     return all;
 }

@@ -6,6 +6,7 @@
 
 #include "autograd/accumulate.hpp"
 #include "autograd/grad_mode.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl {
 
@@ -34,6 +35,7 @@ std::vector<Node*> topological_order(Node* root) {
 }
 
 void run_backward(const Tensor& root, const Tensor& gradient) {
+    const prof::Scope scope(prof::Category::OpBackward, "autograd::backward");
     check(root.requires_grad(),
           "backward(): this tensor does not require grad; mark an input or parameter with "
           "set_requires_grad() before computing it");
@@ -59,6 +61,8 @@ void run_backward(const Tensor& root, const Tensor& gradient) {
         if (it == pending.end()) continue;  // no gradient flows through this node
         const Tensor grad_output = std::move(it->second);
         pending.erase(it);
+        prof::Scope scope(prof::Category::OpBackward, "backward");
+        if (scope.on()) scope.set_name(node->name());  // a string built only when profiling
         const std::vector<Tensor> input_grads = node->backward(grad_output);
         for (std::size_t i = 0; i < input_grads.size() && i < node->next.size(); ++i) {
             Node* target = node->next[i].get();

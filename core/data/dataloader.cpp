@@ -4,6 +4,8 @@
 #include <ranges>
 #include <thread>
 
+#include "profiler/profiler.hpp"
+
 namespace gl {
 
 static_assert(std::input_iterator<EpochRange::iterator>);
@@ -40,9 +42,17 @@ EpochRange& EpochRange::operator=(EpochRange&&) noexcept = default;
 
 namespace {
 
-/// One batch of a plan: gathered (and augmented, seeded per sample), then pinned if asked.
+/// The profiler's arrow id for batch @p b of an epoch: the same on the worker that makes
+/// it and on the loop that takes it (the range itself may move while workers run).
+std::uint64_t batch_flow(const Dataset& dataset, const EpochSettings& settings, std::size_t b) {
+    return prof::flow_id(&dataset, (static_cast<std::uint64_t>(settings.seed.epoch) << 32) + b);
+}
+
+/// Batch @p b of a plan: gathered (and augmented, seeded per sample), then pinned if asked.
 Batch make_planned_batch(const Dataset& dataset, const std::vector<std::size_t>& indices,
-                         const EpochSettings& settings) {
+                         const EpochSettings& settings, std::size_t b) {
+    prof::Scope scope(prof::Category::DataWork, "make_batch");
+    if (scope.on()) prof::flow_start(batch_flow(dataset, settings, b));  // an arrow to the loop that takes it
     Batch batch = dataset.get_augmented_batch(indices, settings.seed);
     if (settings.pin) {
         batch.inputs = copy_to_pinned(batch.inputs, *settings.pin);
@@ -60,7 +70,7 @@ EpochRange::iterator EpochRange::begin() const {
         // pieces, so the range can move while they run.
         auto plan = std::make_shared<const std::vector<std::vector<std::size_t>>>(plan_);
         MakeBatch make = [dataset = dataset_, plan, settings = settings_](std::size_t b) {
-            return make_planned_batch(*dataset, (*plan)[b], settings);
+            return make_planned_batch(*dataset, (*plan)[b], settings, b);
         };
         prefetcher_ = std::make_unique<Prefetcher>(
             std::move(make), plan_.size(),
@@ -69,10 +79,11 @@ EpochRange::iterator EpochRange::begin() const {
     return iterator(this);
 }
 
-Batch EpochRange::make_batch(std::size_t b) const { return make_planned_batch(*dataset_, plan_.at(b), settings_); }
+Batch EpochRange::make_batch(std::size_t b) const { return make_planned_batch(*dataset_, plan_.at(b), settings_, b); }
 
 Batch EpochRange::fetch(std::size_t b) const {
     const auto start = std::chrono::steady_clock::now();
+    const prof::Scope scope(prof::Category::DataWait, "next_batch");
     Batch batch;
     if (!prefetcher_) {
         try {
@@ -89,6 +100,7 @@ Batch EpochRange::fetch(std::size_t b) const {
         if (b + 1 == plan_.size()) stop();
     }
     data_wait_ += std::chrono::steady_clock::now() - start;
+    if (scope.on()) prof::flow_finish(batch_flow(*dataset_, settings_, b));
     return batch;
 }
 

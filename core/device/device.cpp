@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "cuda_cpu/device_status.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl::device {
 namespace {
@@ -107,11 +108,15 @@ void copy(Device dst_device, void* dst, Device src_device, const void* src, std:
         return;
     }
     if (dst_device.is_cpu()) {  // a device -> host copy waits for the device's queued work
+        prof::Scope scope(prof::Category::Sync, "device_to_host (sync)");
+        scope.set_work(0, static_cast<double>(bytes));
         kernels_for(src_device).memcpy(dst, src, bytes, CopyKind::device_to_host);
         ++g_syncs;
         ++g_d2h;
         return;
     }
+    prof::Scope scope(prof::Category::Copy, "host_to_device");
+    scope.set_work(0, static_cast<double>(bytes));
     kernels_for(dst_device).memcpy(dst, src, bytes, CopyKind::host_to_device);
     ++g_h2d;
     g_h2d_bytes += static_cast<std::int64_t>(bytes);
@@ -119,6 +124,7 @@ void copy(Device dst_device, void* dst, Device src_device, const void* src, std:
 
 void synchronize(Device device) {
     if (device.is_cpu()) return;
+    const prof::Scope scope(prof::Category::Sync, "synchronize");
     kernels_for(device).synchronize();
     ++g_syncs;
 }

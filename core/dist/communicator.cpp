@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "dist/collectives.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl::dist {
 
@@ -34,12 +35,16 @@ void Communicator::check_peer(int peer, const char* what) const {
 
 void Communicator::send(const void* data, std::size_t bytes, int dest) {
     check_peer(dest, "send");
+    prof::Scope scope(prof::Category::Communication, "send");
+    scope.set_work(0, static_cast<double>(bytes));
     do_send(data, bytes, dest);
     count_traffic(bytes, 0, 1);
 }
 
 void Communicator::recv(void* data, std::size_t bytes, int src) {
     check_peer(src, "recv");
+    prof::Scope scope(prof::Category::Communication, "recv");
+    scope.set_work(0, static_cast<double>(bytes));
     do_recv(data, bytes, src);
     stats_.bytes_received += bytes;
     stats_.messages_received += 1;
@@ -49,6 +54,8 @@ void Communicator::sendrecv(const void* send_data, std::size_t send_bytes, int d
                             std::size_t recv_bytes, int src) {
     check_peer(dest, "sendrecv");
     check_peer(src, "sendrecv");
+    prof::Scope scope(prof::Category::Communication, "sendrecv");
+    scope.set_work(0, static_cast<double>(send_bytes + recv_bytes));
     do_sendrecv(send_data, send_bytes, dest, recv_data, recv_bytes, src);
     count_traffic(send_bytes, 0, 1);
     stats_.bytes_received += recv_bytes;

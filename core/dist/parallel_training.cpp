@@ -5,6 +5,7 @@
 #include "dist/collectives.hpp"
 #include "dist/dp.hpp"
 #include "ops/ops.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl::dist {
 namespace {
@@ -67,6 +68,7 @@ std::vector<training::EpochReport> fit_ddp(Communicator& comm, std::shared_ptr<n
             tally.loss += loss.item() * rows;
             tally.correct += static_cast<double>(count_correct(logits, batch.targets));
             tally.examples += rows;
+            prof::mark_step(comm.rank());
         }
         reports.push_back(finish_epoch(comm, tally, false, e, start, *model, test, on_epoch));
     }
@@ -94,9 +96,13 @@ std::vector<training::EpochReport> fit_dp(Communicator& comm, std::shared_ptr<nn
                 tally.loss += s.loss * static_cast<double>(s.examples);
                 tally.correct += static_cast<double>(s.correct);
                 tally.examples += static_cast<double>(s.examples);
+                prof::mark_step(comm.rank());
             }
         } else {
-            for (std::size_t b = 0; b < loader.num_batches(); ++b) dp.step({}, nullptr);
+            for (std::size_t b = 0; b < loader.num_batches(); ++b) {
+                dp.step({}, nullptr);
+                prof::mark_step(comm.rank());
+            }
         }
         reports.push_back(finish_epoch(comm, tally, true, e, start, *model, test, on_epoch));
     }

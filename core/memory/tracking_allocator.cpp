@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "profiler/profiler.hpp"
 #include "tensor/tensor.hpp"
 
 namespace gl::memory {
@@ -25,11 +26,14 @@ void TrackingAllocator::add(MemoryCategory c, std::size_t bytes) {
     stats_.peak[i] = std::max(stats_.peak[i], stats_.current[i]);
     stats_.total_current += bytes;
     stats_.total_peak = std::max(stats_.total_peak, stats_.total_current);
+    if (prof::recording()) prof::memory_sample(name_of(c), static_cast<std::int64_t>(stats_.current[i]));
 }
 
 void TrackingAllocator::remove(MemoryCategory c, std::size_t bytes) {
     stats_.current[static_cast<std::size_t>(c)] -= bytes;
     stats_.total_current -= bytes;
+    if (prof::recording())
+        prof::memory_sample(name_of(c), static_cast<std::int64_t>(stats_.current[static_cast<std::size_t>(c)]));
 }
 
 void* TrackingAllocator::allocate(std::size_t bytes) {

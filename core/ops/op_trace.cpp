@@ -1,5 +1,7 @@
 #include "ops/op_trace.hpp"
 
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace gl {
@@ -12,13 +14,34 @@ thread_local int depth = 0;  // how many traced ops are on this thread's call st
 
 OpObserver set_op_observer(OpObserver next) { return std::exchange(observer, std::move(next)); }
 
-OpTrace::OpTrace(const char* op) : op_(op) { ++depth; }
+OpTrace::OpTrace(const char* op) : op_(op), scope_(prof::Category::OpForward, op) { ++depth; }
 
 OpTrace::~OpTrace() { --depth; }
 
 const Tensor& OpTrace::done(std::initializer_list<Tensor> inputs, const Tensor& output) const {
     if (depth == 1 && observer) observer(TracedOp{op_, inputs, output});
+    if (scope_.on()) describe(inputs, output);
     return output;
+}
+
+// The op's work for the profiler's table: bytes read and written, and flops by a simple
+// model (a matmul's 2*M*K*N; one flop per output element for everything else).
+void OpTrace::describe(std::initializer_list<Tensor> inputs, const Tensor& output) const {
+    const auto nbytes = [](const Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(size_of(t.dtype())); };
+    double bytes = output.defined() ? nbytes(output) : 0.0;
+    std::string shapes;
+    for (const Tensor& t : inputs) {
+        if (!t.defined()) continue;
+        bytes += nbytes(t);
+        if (!prof::recording_shapes()) continue;
+        if (!shapes.empty()) shapes += ' ';
+        shapes += shape_str(t.shape());
+    }
+    const bool matmul = std::string_view(op_) == "matmul" && inputs.size() >= 1 && inputs.begin()->dim() >= 1;
+    const double inner = matmul ? static_cast<double>(inputs.begin()->shape().back()) : 1.0;
+    const double flops = (matmul ? 2.0 : 1.0) * inner * static_cast<double>(output.defined() ? output.numel() : 0);
+    scope_.set_work(flops, bytes);
+    if (!shapes.empty()) scope_.set_shapes(std::move(shapes));
 }
 
 bool OpTrace::active() const { return depth == 1 && static_cast<bool>(observer); }

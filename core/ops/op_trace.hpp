@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 
+#include "profiler/profiler.hpp"
 #include "tensor/tensor.hpp"
 
 namespace gl {
@@ -28,6 +29,8 @@ OpObserver set_op_observer(OpObserver observer);
 
 /// Marks one op call: construct it first thing in an op, call done() with the result.
 /// Only the outermost op on the stack reports, so ops built from ops appear as one.
+/// While the profiler records, it is also a profiler scope (category op_forward) whose
+/// work (flops, bytes) and input shapes done() fills in.
 class OpTrace {
 public:
     /// Starts the op called @p op.
@@ -43,7 +46,9 @@ public:
     bool active() const;
 
 private:
+    void describe(std::initializer_list<Tensor> inputs, const Tensor& output) const;
     const char* op_;
+    mutable prof::Scope scope_;
 };
 
 }  // namespace gl

@@ -5,6 +5,7 @@
 #include "device/device_ops.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "memory/memory_category.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl::optim {
 
@@ -45,6 +46,7 @@ std::vector<Tensor*> SGD::state() {
 }
 
 void SGD::step() {
+    const prof::Scope scope(prof::Category::Optimizer, "SGD.step");
     for (std::size_t i = 0; i < params_.size(); ++i) {
         if (!params_[i].grad().defined()) continue;
         const Tensor g = params_[i].grad().contiguous();
@@ -96,6 +98,7 @@ std::vector<Tensor*> Adam::state() {
 }
 
 void Adam::step() {
+    const prof::Scope scope(prof::Category::Optimizer, "Adam.step");
     ++steps_;
     // Bias correction: m and v start at 0, so early averages are too small by (1 - beta^t).
     const double c1 = 1.0 - std::pow(beta1_, static_cast<double>(steps_));

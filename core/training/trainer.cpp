@@ -10,6 +10,7 @@
 #include "device/device_ops.hpp"
 #include "device/device_pinned.hpp"
 #include "ops/ops.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl::training {
 namespace {
@@ -124,6 +125,7 @@ EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& pro
         ++done;
         const bool known = !on_device || where.read_loss_every_step;
         if (progress) progress(done, total, known ? loss_sum / static_cast<double>(seen) : std::nan(""));
+        prof::mark_step();  // the running profiler's step boundary (a no-op without one)
     }
     const device::TransferStats after = device::transfer_stats();
     report.steps = static_cast<std::int64_t>(done);

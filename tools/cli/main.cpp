@@ -17,6 +17,7 @@
 
 #include "../../bench/claims/claims.hpp"
 #include "build_info.hpp"
+#include "profile_cmd.hpp"
 #include "quantize_cmd.hpp"
 #include "quant/model_file.hpp"
 #include "base/error.hpp"
@@ -88,6 +89,7 @@ int cmd_info() {
 }
 
 struct TrainArgs {
+    std::string profile;  // --profile DIR: profile the steps, write table, trace and diagnosis there
     int epochs = 5;
     std::size_t batch_size = 64;
     double lr = 1e-3;
@@ -182,11 +184,15 @@ int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
                        comm.stats().bytes_received * 1e-6, comm.stats().messages_sent);
     };
     if (a.backend == "threads") {
+        gl::cli::TrainProfile profiling(a.profile);  // one process: every rank's thread in one trace
         gl::dist::run_threads(a.workers, report, 300.0);
+        profiling.finish();
     } else if (a.backend == "mpi") {
         auto& comm = gl::dist::MpiCommunicator::world();
         comm.set_timeout_s(300.0);
+        gl::cli::TrainProfile profiling(a.profile, comm.rank());  // a trace per rank: profile merge joins them
         report(comm);
+        profiling.finish();
     }
     return 0;
 }
@@ -294,6 +300,7 @@ int cmd_train(TrainArgs a) {
                    a.no_master_weights ? "off" : "on");
     int epoch = 1;
     ProgressBar bar(1, a.epochs);
+    gl::cli::TrainProfile profiling(a.profile);
     gl::training::fit(
         *net, train, &test, opt,
         [&](const gl::training::EpochReport& e) {
@@ -308,6 +315,7 @@ int cmd_train(TrainArgs a) {
                 tracker.reset_peaks();
             }
         });
+    profiling.finish();
     if (a.qat) {
         // --qat is for --model mlp (check_train_args), which make_model builds as a Sequential.
         auto* mlp = dynamic_cast<gl::nn::Sequential*>(net.get());
@@ -589,6 +597,8 @@ int main(int argc, char** argv) {
     train->add_flag("--verbose", t.verbose, "print the convolution algorithm chosen for each layer and pass");
     train->add_option("--backend", t.backend, "threads, mpi or nccl (default: mpi under mpirun, else threads)")
         ->check(CLI::IsMember({"threads", "mpi", "nccl"}));
+    train->add_option("--profile", t.profile, "profile 20 steps (after one warmup step): write the per-op table, a "
+                                              "Chrome trace and a diagnosis into this folder");
     train->add_option("--save", t.save, "write the trained model to this .glm file (INT8 with --qat)");
     train->add_flag("--qat", t.qat, "then fine-tune with fake INT8 quantization and convert to INT8 (claim Q-1)");
     train->add_option("--qat-epochs", t.qat_epochs, "QAT fine-tuning epochs")->check(CLI::Range(1, 1000));
@@ -642,6 +652,19 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"minmax", "moving_average", "percentile", "mse"}));
     quantize->add_flag("--per-channel", qa.per_channel, "one weight scale per output channel (default: per tensor)");
     quantize->add_option("--data", qa.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+    gl::cli::ProfileArgs pa;
+    std::vector<std::string> merge_inputs;
+    std::string merge_out = "merged_trace.json";
+    auto* profile = app.add_subcommand("profile", "profile one of lab 10's bad pipelines (claim PROF-1): per-op table, "
+                                                  "Chrome trace, memory timeline and a diagnosis");
+    profile->add_option("--pipeline", pa.pipeline, "tiny-batch, slow-loading, memory-cap, data-parallel or host-sync")
+        ->check(CLI::IsMember({"tiny-batch", "slow-loading", "memory-cap", "data-parallel", "host-sync"}));
+    profile->add_flag("--remedy", pa.remedy, "apply the lecture's remedy for the planted problem");
+    profile->add_option("--out", pa.out, "folder for trace.json, ops.txt, memory.csv and diagnosis.txt");
+    auto* merge = profile->add_subcommand("merge", "merge the traces of several ranks into one timeline, a track per rank");
+    merge->add_option("traces", merge_inputs, "trace files (train --profile writes trace.json, trace_rank<R>.json)")
+        ->required()->check(CLI::ExistingFile);
+    merge->add_option("--out", merge_out, "the merged trace file");
     std::string tune_model = "cnn";
     int tune_batch = 64, tune_threads = 0;
     auto* tune = app.add_subcommand("conv-tune", "time every convolution algorithm on each layer of the CNN or ResNet "
@@ -661,6 +684,8 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("quantize")) return gl::cli::cmd_quantize(qa);
         if (app.got_subcommand("conv-tune")) return cmd_conv_tune(tune_model, tune_batch, tune_threads);
+        if (merge->parsed()) return gl::cli::cmd_profile_merge(merge_inputs, merge_out);
+        if (profile->parsed()) return gl::cli::cmd_profile(pa);
         if (app.got_subcommand("claims")) return cmd_claims(quick, out_dir, only, claims_data, claims_seed);
         if (throughput->parsed())
             return cmd_throughput(throughput_dir, throughput_workers, throughput_batches, throughput_batch_size);

@@ -7,6 +7,7 @@
 
 #include "autograd/accumulate.hpp"
 #include "autograd/grad_mode.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl {
 
@@ -22,6 +23,7 @@ std::vector<Node*> topological_order(Node* root) {
 }
 
 void run_backward(const Tensor& root, const Tensor& gradient) {
+    const prof::Scope scope(prof::Category::OpBackward, "autograd::backward");
     check(root.requires_grad(),
           "backward(): this tensor does not require grad; mark an input or parameter with "
           "set_requires_grad() before computing it");

@@ -13,6 +13,7 @@
 #include "dist/collectives.hpp"
 #include "dist/flat_params.hpp"
 #include "parallel/thread_pool.hpp"
+#include "profiler/profiler.hpp"
 
 namespace gl::dist {
 
@@ -44,6 +45,7 @@ public:
         if (threaded)
             thread_ = std::thread([this] {
                 release_inherited_pinning();  // not held to the training thread's CPU
+                prof::set_thread_name("ddp communication");
                 loop();
             });
     }
@@ -64,6 +66,8 @@ public:
     }
     // Waits until every launched bucket is reduced; rethrows a communication failure.
     void wait_all() {
+        // The training thread's time here is communication the backward pass did not hide.
+        const prof::Scope scope(prof::Category::Communication, "wait for all-reduce");
         std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
         if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
