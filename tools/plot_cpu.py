@@ -78,7 +78,7 @@ def plot_roofline(plt, path: Path, out: Path) -> Path | None:
     if not mem1 or "peak_gflops" not in mem1:
         print("plot_cpu.py: no MEM-1 measurements in", path, "- run `gradlab claims --only MEM-1` first")
         return None
-    peak, bw = mem1["peak_gflops"], mem1["stream_triad_gbs"]
+    peak, bw = mem1["peak_gflops"], mem1.get("stream_triad_moved_gbs", mem1["stream_triad_gbs"])  # bytes moved, as the kernels count theirs
     fig, ax = plt.subplots(figsize=(7, 5))
     xs = [2 ** (e / 4) for e in range(-16, 41)]
     ax.plot(xs, [min(peak, bw * x) for x in xs], "k-", label=f"roofline: {peak:.0f} GFLOP/s, {bw:.1f} GB/s")

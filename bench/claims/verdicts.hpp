@@ -77,7 +77,7 @@ struct BandwidthReading {
 };
 struct Mem1Measured {
     double peak_gflops = 0.0;
-    double triad_gbs = 0.0;      ///< STREAM triad, the bandwidth roof
+    double triad_gbs = 0.0;      ///< STREAM triad in bytes moved (write-allocate included), the bandwidth roof
     std::vector<BandwidthReading> elementwise;
     double gemm_gflops = 0.0;
     double gemm_flops_per_byte = 0.0;

@@ -44,7 +44,9 @@ PeakResult fma_peak(VectorWidth width, bool fp64, int threads, double seconds = 
 double best_fp32_peak_gflops(int threads, double seconds = 0.1);
 
 /// One STREAM measurement (bytes counted as STREAM does: each array read or written once,
-/// no write-allocate traffic).
+/// no write-allocate traffic). With ordinary stores the CPU first reads each line it
+/// writes into the cache (write-allocate), so a triad really moves 4 arrays' worth for
+/// the 3 counted; with non-temporal stores it moves the 3 counted.
 struct StreamResult {
     std::string kernel;        ///< "copy" or "triad"
     std::int64_t bytes = 0;    ///< bytes moved per pass
@@ -59,6 +61,12 @@ StreamResult stream_copy(std::int64_t array_bytes, int threads, int passes = 5);
 void triad(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi);
 /// STREAM triad (a[i] = b[i] + s * c[i]) over arrays of @p array_bytes each.
 StreamResult stream_triad(std::int64_t array_bytes, int threads, int passes = 5);
+/// The triad loop on [@p lo, @p hi) with a written by non-temporal (streaming) stores,
+/// which skip the write-allocate read of a's lines.
+void triad_nontemporal(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi);
+/// STREAM triad with non-temporal stores ("triad-nt"): bytes counted as stream_triad
+/// counts them, which here are also the bytes memory moves.
+StreamResult stream_triad_nontemporal(std::int64_t array_bytes, int threads, int passes = 5);
 
 /// Average latency of one dependent load, in nanoseconds, when chasing pointers through
 /// a random cycle over @p working_set_bytes (one pointer per 64-byte cache line, so every

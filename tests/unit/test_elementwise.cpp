@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/rng.hpp"
+#include "hw/probes.hpp"
 #include "kernels/cpu/elementwise.hpp"
 #include "parallel/thread_pool.hpp"
 
@@ -50,6 +51,23 @@ TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
                 }
             }
     set_num_threads(before);
+}
+
+// The streaming-store triad (hw/probes.hpp) writes its first element normally when it is
+// not 16-byte aligned and its last when the range is odd: every such case, and nothing
+// written outside [lo, hi).
+TEST(Probes, NontemporalTriadMatchesTheTriadOnEveryAlignmentAndLength) {
+    Rng rng(5);
+    constexpr std::int64_t n = 40;
+    for (std::int64_t lo = 0; lo < 4; ++lo)
+        for (std::int64_t hi = lo; hi <= n; ++hi) {
+            std::vector<double> a(n, -7.0), b(n), c(n);
+            for (std::int64_t i = 0; i < n; ++i) b[i] = rng.uniform(-1, 1), c[i] = rng.uniform(-1, 1);
+            std::vector<double> want = a;
+            hw::triad(want.data(), b.data(), c.data(), 2.5, lo, hi);
+            hw::triad_nontemporal(a.data(), b.data(), c.data(), 2.5, lo, hi);
+            ASSERT_EQ(a, want) << "range [" << lo << ", " << hi << ")";
+        }
 }
 
 }  // namespace
