@@ -117,6 +117,31 @@ TEST(OnnxExport, ASymbolicBatchDimensionTakesTheBatchGiven) {
     EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 2, 0, 4, 0, 6, 0, 1, 2, 3, 4, 5, 0, 0, 8}));
 }
 
+// As torch.onnx.export writes a Linear layer: MatMul by the transposed weight, then Add,
+// with a symbolic batch and the weights as float_data instead of raw_data.
+TEST(OnnxImport, AModelMadeElsewhereWithMatMulAddAndFloatDataRuns) {
+    onnx::ModelProto m = hand_model("MatMul");
+    auto* g = m.mutable_graph();
+    g->mutable_node(0)->add_input("w");
+    g->mutable_node(0)->set_output(0, "xw");
+    auto* add = g->add_node();
+    add->set_op_type("Add");
+    add->add_input("xw");
+    add->add_input("b");
+    add->add_output("y");
+    const auto initializer = [&](const std::string& name, const Shape& shape, const std::vector<float>& values) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::FLOAT);
+        for (std::int64_t d : shape) t->add_dims(d);
+        for (float v : values) t->add_float_data(v);
+    };
+    initializer("w", {3, 2}, {1, 0, 0, 1, 1, 1});  // y = [x0 + x2, x1 + x2] + b
+    initializer("b", {2}, {0.5f, -0.5f});
+    const Tensor y = run_graph(import_onnx(bytes_of(m), 2), from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}));
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4.5f, 4.5f, 10.5f, 10.5f}));
+}
+
 TEST(OnnxExport, ATrainingStepIsRefusedNamingTheOp) {
     auto net = simple_net(1);
     const auto batch = random_batch(8, 64, 10, 2);
