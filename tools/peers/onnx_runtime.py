@@ -4,8 +4,8 @@
 Usage: onnx_runtime.py MODEL.onnx [INPUT.f32 OUTPUT.f32]
 
 Checks MODEL.onnx with onnx.checker (full check); with INPUT and OUTPUT, runs the model in
-ONNX Runtime on the raw little-endian float32 INPUT (shaped as the model's first input)
-and writes its first output as raw float32 to OUTPUT. Exit status 3 with a line on stderr
+ONNX Runtime on the raw little-endian float32 INPUT (one or more batches shaped as the
+model's first input) and writes its first outputs, concatenated, as raw float32 to OUTPUT. Exit status 3 with a line on stderr
 when a module is missing, so that callers can skip rather than fail.
 """
 import sys
@@ -31,10 +31,13 @@ def main(argv):
         return 3
     session = ort.InferenceSession(argv[1], providers=["CPUExecutionProvider"])
     first = session.get_inputs()[0]
-    x = np.fromfile(argv[2], dtype="<f4").reshape([int(d) for d in first.shape])
-    (y, *_) = session.run(None, {first.name: x})
+    shape = [int(d) for d in first.shape]
+    x = np.fromfile(argv[2], dtype="<f4").reshape([-1] + shape[1:])
+    # INPUT may hold several batches of the model's (fixed) batch size: run each in turn.
+    ys = [session.run(None, {first.name: x[i:i + shape[0]]})[0] for i in range(0, len(x), shape[0])]
+    y = np.concatenate(ys)
     y.astype("<f4").tofile(argv[3])
-    print(f"onnxruntime {ort.__version__}: output {list(y.shape)}")
+    print(f"onnxruntime {ort.__version__}: {len(ys)} batch(es), output {list(y.shape)}")
     return 0
 
 
