@@ -202,6 +202,7 @@ void import_node(const onnx::NodeProto& n, Graph& g, std::map<std::string, int>&
     const std::string where = "node '" + n.name() + "' (" + n.op_type() + ")";
     std::vector<int> in;
     for (const std::string& name : n.input()) {
+        if (name.empty()) continue;  // an optional input left out (Gemm's C written as "")
         const auto it = ids.find(name);
         check(it != ids.end(), "ONNX: " + where + " reads '" + name +
                                    "', which no earlier node, input or initializer defines (nodes must be in "

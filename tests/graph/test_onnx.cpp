@@ -138,8 +138,15 @@ TEST(OnnxImport, AModelMadeElsewhereWithMatMulAddAndFloatDataRuns) {
     };
     initializer("w", {3, 2}, {1, 0, 0, 1, 1, 1});  // y = [x0 + x2, x1 + x2] + b
     initializer("b", {2}, {0.5f, -0.5f});
-    const Tensor y = run_graph(import_onnx(bytes_of(m), 2), from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}));
-    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4.5f, 4.5f, 10.5f, 10.5f}));
+    const Tensor x = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    EXPECT_EQ(run_graph(import_onnx(bytes_of(m), 2), x).to_vector<float>(),
+              (std::vector<float>{4.5f, 4.5f, 10.5f, 10.5f}));
+    // The same as one Gemm whose optional C is left out (""): no bias.
+    g->mutable_node(0)->set_op_type("Gemm");
+    g->mutable_node(0)->add_input("");
+    g->mutable_node(0)->set_output(0, "y");
+    g->mutable_node()->RemoveLast();
+    EXPECT_EQ(run_graph(import_onnx(bytes_of(m), 2), x).to_vector<float>(), (std::vector<float>{4, 5, 10, 11}));
 }
 
 TEST(OnnxExport, ATrainingStepIsRefusedNamingTheOp) {
