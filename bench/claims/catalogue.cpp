@@ -49,8 +49,7 @@ const std::vector<ListedClaim>& lecture_claims() {
         {"CONV-2", "11", ""},
         {"Q-1", "12", ""},
         {"JIT-1", "13", ""},
-        {"DEPLOY-1", "13", "a captured graph exported (ONNX) with its weights runs ahead of time elsewhere with the "
-                           "same outputs"},
+        {"DEPLOY-1", "13", ""},
         {"TPU-1", "14", ""},
         {"ENERGY-1", "14", ""},
         {"ASYNC-1", "15", ""},

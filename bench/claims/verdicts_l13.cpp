@@ -22,4 +22,24 @@ Judgement judge_jit1(const StepVariant& eager, const StepVariant& captured, cons
     return {ok ? Verdict::Reproduced : Verdict::NotReproduced, why};
 }
 
+Judgement judge_deploy1(const Deploy1Measured& m) {
+    const bool aot_equal = m.eager_vs_aot <= 1e-5;
+    const bool aot_static = m.aot_allocations == 0 && m.eager_allocations > 0;
+    const std::string ours = "our runtime on the ONNX file differs from eager by at most " +
+                             fixed(m.eager_vs_aot * 1e6, 2) + "e-6" + (aot_equal ? "" : " (NOT within 1e-5)") + " and makes " +
+                             std::to_string(m.aot_allocations) + " tensor allocations per batch against eager's " +
+                             std::to_string(m.eager_allocations) + (aot_static ? "" : " (NOT none against some)");
+    const std::string tradeoff = "; JIT vs AOT: startup (to the first output) " + fixed(m.jit_startup_seconds * 1e3, 2) +
+                                 " ms tracing the model's code vs " + fixed(m.aot_startup_seconds * 1e3, 2) +
+                                 " ms reading the file, then " + fixed(m.aot_batch_seconds * 1e3, 3) +
+                                 " ms per batch against eager's " + fixed(m.eager_batch_seconds * 1e3, 3) + " ms (not judged)";
+    if (!m.ort_ran)
+        return {aot_equal && aot_static ? Verdict::NotRun : Verdict::NotReproduced,
+                ours + "; ONNX Runtime did not run (" + m.ort_why_not + ")" + tradeoff};
+    const bool ort_equal = m.checker_ok && m.aot_vs_ort <= 1e-5;
+    return {aot_equal && aot_static && ort_equal ? Verdict::Reproduced : Verdict::NotReproduced,
+            ours + "; onnx.checker " + (m.checker_ok ? "accepts" : "REJECTS") + " the file and ONNX Runtime differs from "
+            "ours by at most " + fixed(m.aot_vs_ort * 1e6, 2) + "e-6" + (ort_equal ? "" : " (NOT within 1e-5)") + tradeoff};
+}
+
 }  // namespace gl::claims

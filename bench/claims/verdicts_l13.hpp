@@ -26,4 +26,28 @@ struct StepVariant {
 Judgement judge_jit1(const StepVariant& eager, const StepVariant& captured, const StepVariant& optimized,
                      double max_weight_difference);
 
+// ---- DEPLOY-1 ----------------------------------------------------------------------------
+
+/// What DEPLOY-1 measures: one model's outputs from eager code, from our runtime reading
+/// the exported ONNX file (no autograd), and from ONNX Runtime; and the JIT vs AOT costs.
+struct Deploy1Measured {
+    double eager_vs_aot = 0.0;        ///< max |eager - our runtime on the ONNX file|
+    bool ort_ran = false;             ///< ONNX's checker and ONNX Runtime ran
+    std::string ort_why_not;          ///< why not, when they did not
+    bool checker_ok = false;          ///< onnx.checker accepted the file
+    double aot_vs_ort = 0.0;          ///< max |our runtime - ONNX Runtime| (when ort_ran)
+    std::int64_t aot_allocations = 0; ///< tensor allocations per batch in our runtime (counted)
+    std::int64_t eager_allocations = 0;  ///< tensor allocations per batch in eager code (counted)
+    double jit_startup_seconds = 0.0; ///< capture + passes + plan + first batch (needs the model's code)
+    double aot_startup_seconds = 0.0; ///< read the ONNX file + plan + first batch (needs only the file)
+    double eager_batch_seconds = 0.0; ///< median per batch, eager forward
+    double aot_batch_seconds = 0.0;   ///< median per batch, our runtime (steady state)
+};
+
+/// Reproduced when our runtime gives eager's outputs within 1e-5 and allocates nothing
+/// per batch (eager does), ONNX's checker accepts the file and ONNX Runtime gives our
+/// outputs within 1e-5. NotRun when ONNX Runtime is not installed (the rest is still
+/// said); NotReproduced when any comparison fails. The times are reported, not judged.
+Judgement judge_deploy1(const Deploy1Measured& m);
+
 }  // namespace gl::claims

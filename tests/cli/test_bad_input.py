@@ -185,6 +185,21 @@ class BadInput(unittest.TestCase):
         blocker.write_text("")
         self.fails(["claims", "--only", "FW-1", "--out", blocker / "out"], str(blocker / "out"), "--out")
 
+    # ONNX files (infer, export-onnx) ------------------------------------------------------------
+
+    def test_infer_model_that_is_not_there(self):
+        self.fails(["infer", self.dir / "none.onnx"], "none.onnx", "cannot open")
+
+    def test_infer_model_that_is_not_onnx(self):
+        (self.dir / "junk.onnx").write_bytes(b"\x08\x07\x12\xff\xff\xff\x0f not onnx")
+        self.fails(["infer", self.dir / "junk.onnx"], "junk.onnx", "not an ONNX model", "export the model again")
+        (self.dir / "empty.onnx").write_bytes(b"")
+        self.fails(["infer", self.dir / "empty.onnx"], "empty.onnx", "truncated")
+
+    def test_export_onnx_needs_a_model_and_an_out(self):
+        self.fails(["export-onnx", "--out", "m.onnx"], "--model")
+        self.fails(["export-onnx", "--model", self.dir / "none.glm", "--out", self.dir / "m.onnx"], "none.glm")
+
     # Model files (quantize, train --save) ----------------------------------------------------
 
     def test_quantize_needs_a_model(self):

@@ -18,6 +18,7 @@
 #include "../../bench/claims/claims.hpp"
 #include "build_info.hpp"
 #include "profile_cmd.hpp"
+#include "onnx_cmd.hpp"
 #include "quantize_cmd.hpp"
 #include "quant/model_file.hpp"
 #include "base/error.hpp"
@@ -665,6 +666,21 @@ int main(int argc, char** argv) {
     merge->add_option("traces", merge_inputs, "trace files (train --profile writes trace.json, trace_rank<R>.json)")
         ->required()->check(CLI::ExistingFile);
     merge->add_option("--out", merge_out, "the merged trace file");
+    gl::cli::ExportOnnxArgs ea;
+    auto* export_onnx = app.add_subcommand("export-onnx", "write a float SimpleNet (gradlab train --save) as ONNX "
+                                                          "(claim DEPLOY-1)");
+    export_onnx->add_option("--model", ea.model, "float model file (gradlab train --save)")->required();
+    export_onnx->add_option("--out", ea.out, "ONNX file to write")->required();
+    export_onnx->add_option("--batch-size", ea.batch_size, "the batch dimension of the graph")->check(CLI::Range(1, 65536));
+    export_onnx->add_option("--data", ea.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+    gl::cli::InferArgs ia;
+    auto* infer = app.add_subcommand("infer", "run an ONNX classifier on the test set with the static-graph executor, "
+                                              "no autograd (ops: Gemm, MatMul, Add, Sub, Mul, Div, Neg, Relu, Sqrt, "
+                                              "Transpose, LogSoftmax; float32)");
+    infer->add_option("MODEL", ia.model, "ONNX file (gradlab export-onnx, or another exporter with those ops)")->required();
+    infer->add_option("--data", ia.data, "MNIST-format folder (default: Debian's Fashion-MNIST)");
+    infer->add_option("--batch-size", ia.batch_size, "batch for a symbolic batch dimension")->check(CLI::Range(1, 65536));
+    infer->add_option("--limit", ia.limit, "test examples to run (default: all)")->check(CLI::Range(1, 1 << 30));
     std::string tune_model = "cnn";
     int tune_batch = 64, tune_threads = 0;
     auto* tune = app.add_subcommand("conv-tune", "time every convolution algorithm on each layer of the CNN or ResNet "
@@ -683,6 +699,8 @@ int main(int argc, char** argv) {
         if (app.got_subcommand("info")) return cmd_info();
         if (app.got_subcommand("train")) return cmd_train(t);
         if (app.got_subcommand("quantize")) return gl::cli::cmd_quantize(qa);
+        if (export_onnx->parsed()) return gl::cli::cmd_export_onnx(ea);
+        if (infer->parsed()) return gl::cli::cmd_infer(ia);
         if (app.got_subcommand("conv-tune")) return cmd_conv_tune(tune_model, tune_batch, tune_threads);
         if (merge->parsed()) return gl::cli::cmd_profile_merge(merge_inputs, merge_out);
         if (profile->parsed()) return gl::cli::cmd_profile(pa);
