@@ -4,8 +4,10 @@
 
 #include <chrono>
 
+#include "dist/parallel_training.hpp"
 #include "dist/thread_comm.hpp"
 #include "mp_checks.hpp"
+#include "nn/deep_mlp.hpp"
 
 namespace gl::dist {
 namespace {
@@ -59,6 +61,79 @@ TEST(Schedules, BubbleFractionOfAHandMadeTimeline) {
     EXPECT_DOUBLE_EQ(ideal_bubble_fraction(2, 1), 0.5);
     EXPECT_DOUBLE_EQ(ideal_bubble_fraction(4, 8), 3.0 / 11.0);
 }
+
+// 1F1B's point: a stage stashes the activations of at most p - s micro-batches, GPipe of
+// all m, so for m > p 1F1B's peak (the bytes the executor counted) is at most GPipe's on
+// every stage, and below it on the first.
+TEST(MpThreads, OneFOneBStashesNoMoreThanGPipeWhenMicroBatchesExceedStages) {
+    for (int p : {2, 3, 4})
+        for (int m : {p + 1, 8}) {
+            std::vector<std::size_t> gpipe(static_cast<std::size_t>(p)), one_f_one_b(gpipe.size());
+            run_threads(p, [&](Communicator& c) {
+                Rng rng(3);
+                PipelineStage pipe(std::make_shared<nn::Linear>(8, 8, rng), c, 8);
+                const Batch b = testing::global_batch(16, 9);
+                const auto s = static_cast<std::size_t>(c.rank());
+                gpipe[s] = pipe.step(b, {.schedule = PipeSchedule::GPipe, .micro_batches = m}).peak_stashed_bytes;
+                one_f_one_b[s] = pipe.step(b, {.schedule = PipeSchedule::OneFOneB, .micro_batches = m}).peak_stashed_bytes;
+            }, 10.0);
+            for (int s = 0; s < p; ++s) {
+                const auto i = static_cast<std::size_t>(s);
+                EXPECT_GT(gpipe[i], 0u);
+                EXPECT_LE(one_f_one_b[i], gpipe[i]) << "p " << p << " m " << m << " stage " << s;
+            }
+            EXPECT_LT(one_f_one_b[0], gpipe[0]) << "p " << p << " m " << m << ": stage 0 keeps p of m micro-batches";
+        }
+}
+
+// fit_parallel with tp and pp trains the same model as one process's fit() with the same
+// seed and global batch: every epoch's training loss and the test loss agree to float
+// rounding (the sums run in another order), for SimpleNet and a deeper MLP.
+class ModelParallelFit : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(ModelParallelFit, EqualsOneProcess) {
+    const auto& [mode, workers, deep] = GetParam();
+    Rng data_rng(21);
+    const std::int64_t rows = 100, features = 12;  // 100 = 3 batches of 32 and one of 4
+    const auto labels = [&](std::int64_t n) {
+        Tensor t = empty({n}, DType::Int32);
+        for (std::int64_t i = 0; i < n; ++i) t.data<std::int32_t>()[i] = static_cast<std::int32_t>(data_rng.below(10));
+        return t;
+    };
+    auto train = std::make_shared<TensorDataset>(rand_uniform({rows, features}, -1, 1, data_rng), labels(rows), 10);
+    const TensorDataset test(rand_uniform({40, features}, -1, 1, data_rng), labels(40), 10);
+    const auto make = [&]() -> std::shared_ptr<nn::Module> {
+        Rng rng(5);
+        if (deep) return nn::make_deep_mlp(rng, 3, 16, features);
+        return nn::make_simple_net(rng, features);
+    };
+    training::FitOptions fit;
+    fit.epochs = 2;
+    fit.batch_size = 32;
+    fit.lr = 0.05;
+    fit.optimizer = "sgd";
+    fit.seed = 8;
+    auto single = make();
+    const auto want = training::fit(*single, train, &test, fit);
+    std::vector<training::EpochReport> got;
+    run_threads(workers, [&](Communicator& c) {
+        ParallelFitOptions o{.fit = fit, .parallel = mode, .micro_batches = 3};
+        auto reports = fit_parallel(c, make, train, &test, o);
+        if (c.rank() == 0) got = reports;
+    }, 30.0);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t e = 0; e < want.size(); ++e) {
+        EXPECT_NEAR(got[e].train_loss, want[e].train_loss, 1e-5) << mode << " epoch " << e + 1;
+        EXPECT_DOUBLE_EQ(got[e].train_accuracy, want[e].train_accuracy) << mode << " epoch " << e + 1;
+        EXPECT_NEAR(got[e].test.loss, want[e].test.loss, 1e-5) << mode << " epoch " << e + 1;
+        EXPECT_EQ(got[e].test.examples, want[e].test.examples);
+    }
+    EXPECT_GT(std::fabs(want[0].train_loss - want[1].train_loss), 1e-3) << "the model must have learned something";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ModelParallelFit,
+                         ::testing::Values(std::tuple{std::string("tp"), 2, false}, std::tuple{std::string("tp"), 4, true},
+                                           std::tuple{std::string("pp"), 2, false}, std::tuple{std::string("pp"), 4, true}));
 
 // A stage whose layer throws on its third forward: the others stop with an error.
 class DiesOnThirdForward final : public nn::Module {
