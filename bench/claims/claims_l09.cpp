@@ -15,6 +15,7 @@
 #include "dist/collectives.hpp"
 #include "dist/ddp.hpp"
 #include "dist/flat_params.hpp"
+#include "dist/parallel_training.hpp"
 #include "dist/pipeline.hpp"
 #include "dist/tensor_parallel.hpp"
 #include "dist/thread_comm.hpp"
@@ -152,30 +153,21 @@ void train_three_ways(const Context& ctx, Mp1Measured& m, nlohmann::json& data) 
     auto single = net();
     m.single_accuracy = training::fit(*single, train, &test, opt).back().test.accuracy;
     log(ctx, "one process: test accuracy " + fixed(m.single_accuracy, 4));
-    std::vector<double> tp_acc(2);
-    dist::run_threads(2, [&](Communicator& c) {
-        auto tp = dist::tensor_parallel_mlp(*net(), c);
-        tp_acc[static_cast<std::size_t>(c.rank())] = training::fit(*tp, train, &test, opt).back().test.accuracy;
-    }, 120.0);
-    m.tensor_accuracy = tp_acc[0];
+    // The same model, seed and global batch, split two ways by fit_parallel.
+    const auto parallel_accuracy = [&](const std::string& mode) {
+        double accuracy = -1;
+        dist::run_threads(2, [&](Communicator& c) {
+            dist::ParallelFitOptions o;
+            o.fit = opt;
+            o.parallel = mode;  // pp: 1F1B with 4 micro-batches
+            const auto reports = dist::fit_parallel(c, [&]() -> std::shared_ptr<nn::Module> { return net(); }, train, &test, o);
+            if (c.rank() == 0) accuracy = reports.back().test.accuracy;
+        }, 120.0);
+        return accuracy;
+    };
+    m.tensor_accuracy = parallel_accuracy("tp");
     log(ctx, "tensor parallel, 2 workers: test accuracy " + fixed(m.tensor_accuracy, 4));
-    auto shared = net();  // both stages train their own layers of this one model
-    dist::run_threads(2, [&](Communicator& c) {
-        auto layers = dist::split_stages(*shared, 2, c.rank());
-        dist::PipelineStage stage(layers, c, c.rank() == 0 ? 784 : 128);
-        auto optimizer = training::make_optimizer(opt.optimizer, layers->parameters(), opt.lr);
-        DataLoaderOptions lo;
-        lo.batch_size = opt.batch_size;
-        lo.shuffle = true;
-        lo.seed = opt.seed;
-        const DataLoader loader(train, lo);
-        for (const Batch& batch : loader.epoch(0)) {
-            optimizer->zero_grad();
-            stage.step(batch, {.schedule = PipeSchedule::OneFOneB, .micro_batches = 4});
-            optimizer->step();
-        }
-    }, 120.0);
-    m.pipeline_accuracy = training::evaluate(*shared, test).accuracy;
+    m.pipeline_accuracy = parallel_accuracy("pp");
     log(ctx, "pipeline, 2 stages x 4 micro-batches: test accuracy " + fixed(m.pipeline_accuracy, 4));
     data["training"] = {{"single", m.single_accuracy}, {"tensor_2", m.tensor_accuracy},
                         {"pipeline_2x4", m.pipeline_accuracy}};

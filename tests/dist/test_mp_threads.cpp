@@ -117,7 +117,10 @@ TEST_P(ModelParallelFit, EqualsOneProcess) {
     const auto want = training::fit(*single, train, &test, fit);
     std::vector<training::EpochReport> got;
     run_threads(workers, [&](Communicator& c) {
-        ParallelFitOptions o{.fit = fit, .parallel = mode, .micro_batches = 3};
+        ParallelFitOptions o;
+        o.fit = fit;
+        o.parallel = mode;
+        o.micro_batches = 3;  // pp: 32 rows as 11 + 11 + 10, the last batch's 4 as 2 + 1 + 1
         auto reports = fit_parallel(c, make, train, &test, o);
         if (c.rank() == 0) got = reports;
     }, 30.0);

@@ -238,7 +238,7 @@ void check_train_args(const TrainArgs& a) {
                         "(or --parallel ddp for --model " + a.model + ")");
     if ((a.micro_batches != 4 || a.schedule != "1f1b") && a.parallel != "pp")
         throw gl::Error("--micro-batches and --schedule belong to --parallel pp; add it or drop them");
-    if (a.parallel == "pp" && a.micro_batches > a.batch_size)
+    if (a.parallel == "pp" && static_cast<std::size_t>(a.micro_batches) > a.batch_size)
         throw gl::Error(fmt::format("--micro-batches {} is more than --batch-size {}; each micro-batch needs a row",
                                     a.micro_batches, a.batch_size));
     if (a.backend != "threads") return;  // under MPI the workers are the processes, known later
