@@ -291,10 +291,11 @@ Result mp2(const Context& ctx) {
                 << s.gpipe_bytes << " B vs 1F1B " << s.one_f_one_b_bytes << " B";
     r.measured = "bubble fraction measured (formula) on the thread backend, each stage's compute a calibrated wait "
                  "standing in for a device (forward " + fixed(wait * 1e3, 0) + " ms, backward " +
-                 fixed(2 * wait * 1e3, 0) + " ms per micro-batch, so the schedule and not this machine's " +
-                 std::to_string(std::thread::hardware_concurrency()) + " cores decides), median of " +
-                 std::to_string(rounds) + ": " + cal.str() + "; with real compute instead (2 x Linear(512) per stage, "
-                 "batch 256, 1F1B, threads sharing the cores): " + real.str() +
+                 fixed(2 * wait * 1e3, 0) + " ms per micro-batch) and timed on that device's clock (a step starts when "
+                 "the device is free and its input, sent with its ready time, is there), so the schedule and not this "
+                 "machine's " + std::to_string(std::thread::hardware_concurrency()) + " cores or load decides, median of " +
+                 std::to_string(rounds) + ": " + cal.str() + "; with real compute instead, on the host's clock (2 x Linear(512) per stage, "
+                 "batch 256, 1F1B, threads sharing the cores and the machine): " + real.str() +
                  "; stage 0's peak stashed activations: " + mem.str();
     const Judgement j = judge_mp2(calibrated, memory);
     r.verdict = j.verdict;

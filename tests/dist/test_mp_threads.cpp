@@ -62,6 +62,47 @@ TEST(Schedules, BubbleFractionOfAHandMadeTimeline) {
     EXPECT_DOUBLE_EQ(ideal_bubble_fraction(4, 8), 3.0 / 11.0);
 }
 
+// With calibrated waits the timeline is the stand-in device's clock: every step lasts at
+// least its wait, and starts exactly when its stage's device is free and its input (the
+// neighbour's step on the same micro-batch) has ended there: never earlier, and never
+// later, however late the host thread woke. So the schedule alone decides the bubble.
+TEST(MpThreads, CalibratedWaitsKeepADeviceClockThatOnlyTheScheduleDecides) {
+    const double fw = 0.002, bw = 0.004;
+    for (auto schedule : {PipeSchedule::GPipe, PipeSchedule::OneFOneB})
+        for (int p : {2, 4}) {
+            const int m = 4;
+            std::vector<std::vector<PipeEvent>> t(static_cast<std::size_t>(p));
+            run_threads(p, [&](Communicator& c) {
+                Rng rng(3);
+                PipelineStage pipe(std::make_shared<nn::Linear>(8, 8, rng), c, 8);
+                t[static_cast<std::size_t>(c.rank())] =
+                    pipe.step(testing::global_batch(16, 9),
+                              {.schedule = schedule, .micro_batches = m, .forward_wait_s = fw, .backward_wait_s = bw})
+                        .timeline;
+            }, 10.0);
+            const auto end_of = [&](int stage, char op, int mb) {
+                for (const PipeEvent& e : t[static_cast<std::size_t>(stage)])
+                    if (e.step == PipeStep{op, mb}) return e.end_s;
+                ADD_FAILURE() << "no " << op << " " << mb << " on stage " << stage;
+                return 0.0;
+            };
+            for (int s = 0; s < p; ++s) {
+                double free = 0.0;
+                for (const PipeEvent& e : t[static_cast<std::size_t>(s)]) {
+                    const char op = e.step.op;
+                    const int mb = e.step.micro_batch;
+                    double ready = 0.0;  // the input's end on the neighbour's device
+                    if (op == 'F' && s > 0) ready = end_of(s - 1, 'F', mb);
+                    if (op == 'B' && s < p - 1) ready = end_of(s + 1, 'B', mb);
+                    EXPECT_DOUBLE_EQ(e.start_s, std::max(free, ready)) << to_string(schedule) << " p " << p << " stage "
+                                                                       << s << " " << op << " " << mb;
+                    EXPECT_GE(e.end_s - e.start_s, (op == 'F' ? fw : bw) - 1e-12);
+                    free = e.end_s;
+                }
+            }
+        }
+}
+
 // 1F1B's point: a stage stashes the activations of at most p - s micro-batches, GPipe of
 // all m, so for m > p 1F1B's peak (the bytes the executor counted) is at most GPipe's on
 // every stage, and below it on the first.
