@@ -27,6 +27,24 @@ struct Tally {
     double loss = 0, correct = 0, examples = 0;
 };
 
+// One epoch of zero_grad, @p forward, cross-entropy, backward, step on every batch.
+template <class Forward>
+Tally train_epoch(const DataLoader& loader, int epoch, optim::Optimizer& optimizer, Forward&& forward) {
+    Tally tally;
+    for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
+        optimizer.zero_grad();
+        const Tensor logits = forward(batch.inputs);
+        const Tensor loss = cross_entropy(logits, batch.targets);
+        loss.backward();
+        optimizer.step();
+        const auto rows = static_cast<double>(batch.targets.numel());
+        tally.loss += loss.item() * rows;
+        tally.correct += static_cast<double>(count_correct(logits, batch.targets));
+        tally.examples += rows;
+    }
+    return tally;
+}
+
 // @p every_rank_evaluates: the model's forward is collective (tensor parallel), so every
 // rank runs the evaluation; otherwise rank 0 alone does.
 training::EpochReport finish_epoch(Communicator& comm, Tally tally, bool already_global, int epoch,
@@ -71,18 +89,8 @@ std::vector<training::EpochReport> fit_ddp(Communicator& comm, std::shared_ptr<n
     std::vector<training::EpochReport> reports;
     for (int e = 1; e <= o.fit.epochs; ++e) {
         const auto start = Clock::now();
-        Tally tally;
-        for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(e - 1))) {
-            optimizer->zero_grad();
-            const Tensor logits = ddp.forward(batch.inputs);
-            const Tensor loss = cross_entropy(logits, batch.targets);
-            loss.backward();  // gradients averaged over the workers when it returns
-            optimizer->step();
-            const auto rows = static_cast<double>(batch.targets.numel());
-            tally.loss += loss.item() * rows;
-            tally.correct += static_cast<double>(count_correct(logits, batch.targets));
-            tally.examples += rows;
-        }
+        // Gradients are averaged over the workers when backward returns.
+        const Tally tally = train_epoch(loader, e, *optimizer, [&](const Tensor& x) { return ddp.forward(x); });
         reports.push_back(finish_epoch(comm, tally, false, e, start, *model, test, on_epoch));
     }
     return reports;
@@ -129,18 +137,8 @@ std::vector<training::EpochReport> fit_tp(Communicator& comm, const std::shared_
     std::vector<training::EpochReport> reports;
     for (int e = 1; e <= o.fit.epochs; ++e) {
         const auto start = Clock::now();
-        Tally tally;
-        for (const Batch& batch : loader.epoch(static_cast<std::uint64_t>(e - 1))) {
-            optimizer->zero_grad();
-            const Tensor logits = tp->forward(batch.inputs);
-            const Tensor loss = cross_entropy(logits, batch.targets);
-            loss.backward();
-            optimizer->step();  // each rank updates its own slices
-            const auto rows = static_cast<double>(batch.targets.numel());
-            tally.loss += loss.item() * rows;
-            tally.correct += static_cast<double>(count_correct(logits, batch.targets));
-            tally.examples += rows;
-        }
+        // Each rank's optimizer updates its own slices.
+        const Tally tally = train_epoch(loader, e, *optimizer, [&](const Tensor& x) { return tp->forward(x); });
         reports.push_back(finish_epoch(comm, tally, true, e, start, *tp, test, on_epoch, true));
     }
     return reports;
