@@ -11,8 +11,13 @@ Judgement judge_mp1(const Mp1Measured& m) {
     const bool equal = m.max_difference <= m.tolerance;
     int wrong_bytes = 0;
     for (const SchemeBytes& b : m.bytes) wrong_bytes += b.counted != b.formula;
-    const auto near = [&](double a) { return a < 0 || std::fabs(a - m.single_accuracy) <= m.accuracy_tolerance; };
-    const bool trained = m.single_accuracy < 0 || (near(m.tensor_accuracy) && near(m.pipeline_accuracy));
+    // A model not trained (single < 0) is not judged; one trained must match split both ways.
+    const auto matches = [&](double single, double tensor, double pipeline) {
+        const auto near = [&](double a) { return a >= 0 && std::fabs(a - single) <= m.accuracy_tolerance; };
+        return single < 0 || (near(tensor) && near(pipeline));
+    };
+    const bool trained = matches(m.single_accuracy, m.tensor_accuracy, m.pipeline_accuracy) &&
+                         matches(m.deep_single_accuracy, m.deep_tensor_accuracy, m.deep_pipeline_accuracy);
     const bool ok = equal && wrong_bytes == 0 && !m.bytes.empty() && trained;
     std::string why = std::string(equal ? "the split model equals the unsplit one within " : "the split model differs by more than ") +
                       fixed(m.tolerance, 6) + "; " +
@@ -20,8 +25,10 @@ Judgement judge_mp1(const Mp1Measured& m) {
                                        : std::to_string(m.bytes.size() - static_cast<std::size_t>(wrong_bytes)) + " of " +
                                              std::to_string(m.bytes.size()) + " counted byte totals equal their formula");
     if (m.single_accuracy >= 0)
-        why += std::string("; tensor- and pipeline-parallel training ") + (trained ? "reach" : "do NOT reach") +
-               " the single process's accuracy within " + fixed(m.accuracy_tolerance, 3);
+        why += std::string("; tensor- and pipeline-parallel training") +
+               (m.deep_single_accuracy >= 0 ? " (SimpleNet and the deep MLP) " : " ") +
+               (trained ? "reach" : "do NOT reach") + " the single process's accuracy within " +
+               fixed(m.accuracy_tolerance, 3);
     return {ok ? Verdict::Reproduced : Verdict::NotReproduced, why};
 }
 

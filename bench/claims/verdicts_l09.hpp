@@ -26,12 +26,14 @@ struct Mp1Measured {
     double tolerance = 0.0;       ///< float rounding allowed (sums in another order)
     std::vector<SchemeBytes> bytes;
     double single_accuracy = -1, tensor_accuracy = -1, pipeline_accuracy = -1;
+    /// The same for the deep MLP (-1: not trained, e.g. under --quick).
+    double deep_single_accuracy = -1, deep_tensor_accuracy = -1, deep_pipeline_accuracy = -1;
     double accuracy_tolerance = 0.01;
 };
 /// Reproduced when the split layers and the pipeline equal the unsplit model within the
-/// tolerance, every counted byte total equals its formula, and (when trained) tensor- and
-/// pipeline-parallel training reach the single process's test accuracy within the
-/// accuracy tolerance.
+/// tolerance, every counted byte total equals its formula, and (for each model trained)
+/// tensor- and pipeline-parallel training reach the single process's test accuracy within
+/// the accuracy tolerance.
 Judgement judge_mp1(const Mp1Measured& m);
 
 // ---- MP-2 --------------------------------------------------------------------------------

@@ -78,14 +78,17 @@ struct PipelineOptions {
     int micro_batches = 1;                           ///< m (1: plain model parallelism)
     /// When positive, each forward takes at least this long (its compute, then a wait):
     /// a calibrated stand-in for a device of fixed speed, so that the schedule, not the
-    /// host's core count, decides the timeline.
+    /// host's core count or load, decides the timeline. With waits the timeline is the
+    /// stand-in device's clock: a step starts when the stage's device is free and its
+    /// input is ready (the sender's device time, appended to the input message: 8 more bytes)
+    /// and ends max(wait, its compute) later; the host sleeps until then.
     double forward_wait_s = 0.0;
     double backward_wait_s = 0.0;  ///< the same for each backward
 };
 
 /// What one pipelined step did on one stage.
 struct PipelineStats {
-    std::vector<PipeEvent> timeline;     ///< the steps, in the order they ran
+    std::vector<PipeEvent> timeline;     ///< the steps, in the order they ran (host clock; with waits the device's)
     int peak_in_flight = 0;              ///< most micro-batches with stashed activations at once
     std::size_t peak_stashed_bytes = 0;  ///< most bytes of stashed stage inputs and outputs at once
     std::uint64_t bytes_sent = 0;        ///< activation and gradient bytes this stage sent

@@ -32,6 +32,15 @@ TEST(VerdictsL09, Mp1) {
     m.bytes.clear();
     EXPECT_EQ(judge_mp1(m).verdict, Verdict::NotReproduced) << "nothing counted";
     m = good_mp1();
+    m.deep_single_accuracy = 0.85;
+    m.deep_tensor_accuracy = 0.852;
+    m.deep_pipeline_accuracy = 0.846;
+    EXPECT_EQ(judge_mp1(m).verdict, Verdict::Reproduced) << "the deep MLP also matches";
+    m.deep_tensor_accuracy = 0.82;
+    EXPECT_EQ(judge_mp1(m).verdict, Verdict::NotReproduced) << "the deep MLP's tensor-parallel training fell short";
+    m.deep_tensor_accuracy = -1;
+    EXPECT_EQ(judge_mp1(m).verdict, Verdict::NotReproduced) << "the deep MLP trained in one process only";
+    m = good_mp1();
     m.single_accuracy = m.tensor_accuracy = m.pipeline_accuracy = -1;
     EXPECT_EQ(judge_mp1(m).verdict, Verdict::Reproduced) << "not trained: judged on equality and bytes";
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dist/collectives.hpp"
+#include "dist/parallel_training.hpp"
 #include "dist/pipeline.hpp"
 #include "dist/process_group.hpp"
 #include "dist/tensor_parallel.hpp"
@@ -184,6 +185,49 @@ inline void check_hybrid_data_tensor(Communicator& world) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t k = 0; k < got.size(); ++k)
         EXPECT_LT(max_diff(got[k].grad(), want[k]), kSplitTolerance) << "hybrid: rank " << world.rank() << " parameter " << k;
+}
+
+// fit_parallel with tp or pp (every rank of comm) trains the same model as one process's
+// fit() with the same seed and global batch: every epoch's training loss and accuracy, and
+// rank 0's test loss, agree to float rounding (the sums run in another order); SimpleNet or
+// a deeper MLP.
+inline void check_model_parallel_fit(Communicator& comm, const std::string& mode, bool deep) {
+    Rng data_rng(21);
+    const std::int64_t rows = 100, features = 12;  // 100 = 3 batches of 32 and one of 4
+    const auto labels = [&](std::int64_t n) {
+        Tensor t = empty({n}, DType::Int32);
+        for (std::int64_t i = 0; i < n; ++i) t.data<std::int32_t>()[i] = static_cast<std::int32_t>(data_rng.below(10));
+        return t;
+    };
+    auto train = std::make_shared<TensorDataset>(rand_uniform({rows, features}, -1, 1, data_rng), labels(rows), 10);
+    const TensorDataset test(rand_uniform({40, features}, -1, 1, data_rng), labels(40), 10);
+    const auto make = [&]() -> std::shared_ptr<nn::Module> {
+        Rng rng(5);
+        if (deep) return nn::make_deep_mlp(rng, 3, 16, features);
+        return nn::make_simple_net(rng, features);
+    };
+    training::FitOptions fit;
+    fit.epochs = 2;
+    fit.batch_size = 32;
+    fit.lr = 0.05;
+    fit.optimizer = "sgd";
+    fit.seed = 8;
+    auto single = make();
+    const auto want = training::fit(*single, train, &test, fit);
+    ParallelFitOptions o;
+    o.fit = fit;
+    o.parallel = mode;
+    o.micro_batches = 3;  // pp: 32 rows as 11 + 11 + 10, the last batch's 4 as 2 + 1 + 1
+    const auto got = fit_parallel(comm, make, train, &test, o);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t e = 0; e < want.size(); ++e) {
+        EXPECT_NEAR(got[e].train_loss, want[e].train_loss, 1e-5) << mode << " epoch " << e + 1;
+        EXPECT_DOUBLE_EQ(got[e].train_accuracy, want[e].train_accuracy) << mode << " epoch " << e + 1;
+        if (comm.rank() != 0) continue;  // rank 0 evaluates
+        EXPECT_NEAR(got[e].test.loss, want[e].test.loss, 1e-5) << mode << " epoch " << e + 1;
+        EXPECT_EQ(got[e].test.examples, want[e].test.examples);
+    }
+    EXPECT_GT(std::fabs(want[0].train_loss - want[1].train_loss), 1e-3) << "the model must have learned something";
 }
 
 }  // namespace gl::dist::testing

@@ -49,6 +49,13 @@ TEST(Mpi, PipelineGradientsEqualTheUnsplitModel) {
         for (int m : {1, 3, 5}) testing::check_pipeline(world(), schedule, m);
 }
 
+TEST(Mpi, TensorAndPipelineFitEqualOneProcess) {
+    for (const std::string mode : {"tp", "pp"})
+        for (bool deep : {false, true})
+            if (deep || mode == "tp" || world().size() <= 3)  // SimpleNet has 3 layers: at most 3 stages
+                testing::check_model_parallel_fit(world(), mode, deep);
+}
+
 TEST(Mpi, HybridDataTimesTensor) {
     if (world().size() % 2 != 0) GTEST_SKIP() << "the data x tensor grid needs an even number of ranks";
     testing::check_hybrid_data_tensor(world());

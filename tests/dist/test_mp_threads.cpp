@@ -6,6 +6,7 @@
 
 #include "dist/thread_comm.hpp"
 #include "mp_checks.hpp"
+#include "nn/deep_mlp.hpp"
 
 namespace gl::dist {
 namespace {
@@ -59,6 +60,83 @@ TEST(Schedules, BubbleFractionOfAHandMadeTimeline) {
     EXPECT_DOUBLE_EQ(ideal_bubble_fraction(2, 1), 0.5);
     EXPECT_DOUBLE_EQ(ideal_bubble_fraction(4, 8), 3.0 / 11.0);
 }
+
+// With calibrated waits the timeline is the stand-in device's clock: every step lasts at
+// least its wait, and starts exactly when its stage's device is free and its input (the
+// neighbour's step on the same micro-batch) has ended there: never earlier, and never
+// later, however late the host thread woke. So the schedule alone decides the bubble.
+TEST(MpThreads, CalibratedWaitsKeepADeviceClockThatOnlyTheScheduleDecides) {
+    const double fw = 0.002, bw = 0.004;
+    for (auto schedule : {PipeSchedule::GPipe, PipeSchedule::OneFOneB})
+        for (int p : {2, 4}) {
+            const int m = 4;
+            std::vector<std::vector<PipeEvent>> t(static_cast<std::size_t>(p));
+            run_threads(p, [&](Communicator& c) {
+                Rng rng(3);
+                PipelineStage pipe(std::make_shared<nn::Linear>(8, 8, rng), c, 8);
+                t[static_cast<std::size_t>(c.rank())] =
+                    pipe.step(testing::global_batch(16, 9),
+                              {.schedule = schedule, .micro_batches = m, .forward_wait_s = fw, .backward_wait_s = bw})
+                        .timeline;
+            }, 10.0);
+            const auto end_of = [&](int stage, char op, int mb) {
+                for (const PipeEvent& e : t[static_cast<std::size_t>(stage)])
+                    if (e.step == PipeStep{op, mb}) return e.end_s;
+                ADD_FAILURE() << "no " << op << " " << mb << " on stage " << stage;
+                return 0.0;
+            };
+            for (int s = 0; s < p; ++s) {
+                double free = 0.0;
+                for (const PipeEvent& e : t[static_cast<std::size_t>(s)]) {
+                    const char op = e.step.op;
+                    const int mb = e.step.micro_batch;
+                    double ready = 0.0;  // the input's end on the neighbour's device
+                    if (op == 'F' && s > 0) ready = end_of(s - 1, 'F', mb);
+                    if (op == 'B' && s < p - 1) ready = end_of(s + 1, 'B', mb);
+                    EXPECT_DOUBLE_EQ(e.start_s, std::max(free, ready)) << to_string(schedule) << " p " << p << " stage "
+                                                                       << s << " " << op << " " << mb;
+                    EXPECT_GE(e.end_s - e.start_s, (op == 'F' ? fw : bw) - 1e-12);
+                    free = e.end_s;
+                }
+            }
+        }
+}
+
+// 1F1B's point: a stage stashes the activations of at most p - s micro-batches, GPipe of
+// all m, so for m > p 1F1B's peak (the bytes the executor counted) is at most GPipe's on
+// every stage, and below it on the first.
+TEST(MpThreads, OneFOneBStashesNoMoreThanGPipeWhenMicroBatchesExceedStages) {
+    for (int p : {2, 3, 4})
+        for (int m : {p + 1, 8}) {
+            std::vector<std::size_t> gpipe(static_cast<std::size_t>(p)), one_f_one_b(gpipe.size());
+            run_threads(p, [&](Communicator& c) {
+                Rng rng(3);
+                PipelineStage pipe(std::make_shared<nn::Linear>(8, 8, rng), c, 8);
+                const Batch b = testing::global_batch(16, 9);
+                const auto s = static_cast<std::size_t>(c.rank());
+                gpipe[s] = pipe.step(b, {.schedule = PipeSchedule::GPipe, .micro_batches = m}).peak_stashed_bytes;
+                one_f_one_b[s] = pipe.step(b, {.schedule = PipeSchedule::OneFOneB, .micro_batches = m}).peak_stashed_bytes;
+            }, 10.0);
+            for (int s = 0; s < p; ++s) {
+                const auto i = static_cast<std::size_t>(s);
+                EXPECT_GT(gpipe[i], 0u);
+                EXPECT_LE(one_f_one_b[i], gpipe[i]) << "p " << p << " m " << m << " stage " << s;
+            }
+            EXPECT_LT(one_f_one_b[0], gpipe[0]) << "p " << p << " m " << m << ": stage 0 keeps p of m micro-batches";
+        }
+}
+
+// fit_parallel with tp and pp trains the same model as one process's fit() (mp_checks.hpp).
+class ModelParallelFit : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
+
+TEST_P(ModelParallelFit, EqualsOneProcess) {
+    const auto& [mode, workers, deep] = GetParam();
+    run_threads(workers, [&](Communicator& c) { testing::check_model_parallel_fit(c, mode, deep); }, 30.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ModelParallelFit,
+                         ::testing::Values(std::tuple{std::string("tp"), 2, false}, std::tuple{std::string("tp"), 4, true},
+                                           std::tuple{std::string("pp"), 2, false}, std::tuple{std::string("pp"), 4, true}));
 
 // A stage whose layer throws on its third forward: the others stop with an error.
 class DiesOnThirdForward final : public nn::Module {

@@ -28,6 +28,8 @@
 #include "dist/nccl_comm.hpp"
 #include "device/device.hpp"
 #include "dist/parallel_training.hpp"
+#include "dist/pipeline.hpp"
+#include "nn/deep_mlp.hpp"
 #include "dist/thread_comm.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
@@ -107,6 +109,8 @@ struct TrainArgs {
     bool no_master_weights = false;
     int workers = 1;
     std::string parallel = "ddp";
+    int micro_batches = 4;           // --parallel pp
+    std::string schedule = "1f1b";   // --parallel pp
     std::string backend;  // empty: mpi under mpirun, threads otherwise
     std::string device = "cpu";     // cpu, cuda, cuda_cpu
     bool item_every_step = false;   // read the loss every step (a host sync on a device)
@@ -114,7 +118,7 @@ struct TrainArgs {
     bool qat = false;     // fine-tune with fake quantization, then convert to INT8
     int qat_epochs = 1;
     bool per_tensor = false;  // QAT: one weight scale per tensor instead of per channel
-    std::string model = "mlp";       // mlp (SimpleNet), cnn or resnet
+    std::string model = "mlp";       // mlp (SimpleNet), mlp-1024, deep-mlp, cnn or resnet
     std::string conv_algo = "auto";  // the autotuner, or a fixed convolution algorithm
     bool verbose = false;            // print the autotuner's table after training
 };
@@ -123,6 +127,7 @@ struct TrainArgs {
 std::shared_ptr<gl::nn::Module> make_model(const std::string& model, gl::Rng& rng, std::int64_t features) {
     if (model == "mlp") return gl::nn::make_simple_net(rng, features);
     if (model == "mlp-1024") return gl::nn::make_deep_mlp(rng, 2, 1024, features);  // GEMM-bound: 784-1024-1024-10
+    if (model == "deep-mlp") return gl::nn::make_deep_mlp(rng, 3, 256, features);  // 784-256-256-256-10
     const auto side = static_cast<std::int64_t>(std::lround(std::sqrt(static_cast<double>(features))));
     if (side * side != features || side % 4 != 0)
         throw gl::Error(fmt::format("--model {} needs square images with a side divisible by 4, and the examples "
@@ -170,14 +175,17 @@ int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
     gl::dist::ParallelFitOptions o;
     o.fit = fit;
     o.parallel = a.parallel;
+    o.micro_batches = a.micro_batches;
+    o.schedule = gl::dist::parse_pipe_schedule(a.schedule);
     const auto new_model = [&] {
         gl::Rng rng(a.seed);
         return make_model(a.model, rng, train->example_shape().back());
     };
     const auto report = [&](gl::dist::Communicator& comm) {
         if (comm.rank() == 0)
-            fmt::print("parallel: {} over {} workers ({} backend); global batch {}\n", a.parallel, comm.size(),
-                       comm.backend(), a.batch_size);
+            fmt::print("parallel: {} over {} workers ({} backend); global batch {}{}\n", a.parallel, comm.size(),
+                       comm.backend(), a.batch_size,
+                       a.parallel == "pp" ? fmt::format(" in {} micro-batches, {}", a.micro_batches, a.schedule) : "");
         gl::dist::fit_parallel(comm, new_model, train, &test, o,
                                [&](const gl::training::EpochReport& e) { print_epoch(e, a.epochs); });
         if (comm.rank() == 0)
@@ -209,7 +217,8 @@ void check_train_args(const TrainArgs& a) {
         throw gl::Error(std::string("the nccl backend all-reduces GPU buffers, and training here runs on the CPU; ") +
                         (gl::dist::nccl_available() ? "use --backend threads or mpi"
                                                     : "this build has no NCCL either; use --backend threads or mpi"));
-    if (a.model != "mlp" && a.precision != "fp32")
+    const bool conv_net = a.model == "cnn" || a.model == "resnet";
+    if (conv_net && a.precision != "fp32")
         throw gl::Error("--precision " + a.precision + " is for --model mlp: the convolution kernels are float32; "
                         "use --precision fp32 with --model " + a.model);
     const bool parallel = a.workers > 1 || a.backend != "threads";
@@ -218,7 +227,7 @@ void check_train_args(const TrainArgs& a) {
                         "without memory accounting");
     if ((a.qat || !a.save.empty()) && parallel)
         throw gl::Error("--qat and --save are for one worker; drop --workers/--backend");
-    if (a.model != "mlp" && a.device != "cpu")
+    if (conv_net && a.device != "cpu")
         throw gl::Error("--model " + a.model + " trains on the CPU: the convolution, pooling and batch-norm ops have "
                         "no device kernels yet; use --device cpu, or --model mlp on --device " + a.device);
     if (a.model != "mlp" && (a.qat || !a.save.empty()))
@@ -233,6 +242,14 @@ void check_train_args(const TrainArgs& a) {
         if (!std::filesystem::is_directory(folder) || access(folder.c_str(), W_OK) != 0)
             throw gl::Error(fmt::format("--save {}: cannot write in {}; choose another path", a.save, folder.string()));
     }
+    if ((a.parallel == "tp" || a.parallel == "pp") && (a.model == "cnn" || a.model == "resnet"))
+        throw gl::Error("--parallel " + a.parallel + " splits the layers of an MLP; use --model mlp, mlp-1024 or deep-mlp "
+                        "(or --parallel ddp for --model " + a.model + ")");
+    if ((a.micro_batches != 4 || a.schedule != "1f1b") && a.parallel != "pp")
+        throw gl::Error("--micro-batches and --schedule belong to --parallel pp; add it or drop them");
+    if (a.parallel == "pp" && static_cast<std::size_t>(a.micro_batches) > a.batch_size)
+        throw gl::Error(fmt::format("--micro-batches {} is more than --batch-size {}; each micro-batch needs a row",
+                                    a.micro_batches, a.batch_size));
     if (a.backend != "threads") return;  // under MPI the workers are the processes, known later
     const auto workers = static_cast<std::size_t>(a.workers);
     if (a.batch_size < workers)
@@ -331,7 +348,7 @@ int cmd_train(TrainArgs a) {
                    gl::training::format_memory_table(per_step, false));
         fmt::print("  (each category's peak is its own; the total's is the most held at once)\n");
     }
-    if (a.verbose && a.model != "mlp")
+    if (a.verbose && (a.model == "cnn" || a.model == "resnet"))
         fmt::print("convolution algorithms ({}):\n{}", a.conv_algo == "auto" ? "autotuned: the fastest measured"
                                                                              : "fixed: " + a.conv_algo,
                    gl::kernels::conv::format_tune_table(gl::kernels::conv::tune_table()));
@@ -587,10 +604,15 @@ int main(int argc, char** argv) {
                     "mixed precision with weights kept in 16 bits (no FP32 master copy)");
     train->add_option("--workers", t.workers, "data-parallel workers (threads; under mpirun: the processes)")
         ->check(CLI::Range(1, 1024));
-    train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers) or ddp (all-reduce)")
-        ->check(CLI::IsMember({"dp", "ddp"}));
-    train->add_option("--model", t.model, "mlp (SimpleNet 784-128-10), mlp-1024 (784-1024-1024-10), cnn (2 conv + pool + FC) or resnet (small, with batch norm)")
-        ->check(CLI::IsMember({"mlp", "mlp-1024", "cnn", "resnet"}));
+    train->add_option("--parallel", t.parallel, "dp (a master scatters and gathers), ddp (all-reduce), tp (tensor "
+                                                "parallel MLP) or pp (pipeline: one stage per worker)")
+        ->check(CLI::IsMember({"dp", "ddp", "tp", "pp"}));
+    train->add_option("--micro-batches", t.micro_batches, "pp: micro-batches per global batch")->check(CLI::Range(1, 1 << 20));
+    train->add_option("--schedule", t.schedule, "pp: gpipe (all forwards, then all backwards) or 1f1b")
+        ->check(CLI::IsMember({"gpipe", "1f1b"}));
+    train->add_option("--model", t.model, "mlp (SimpleNet 784-128-10), mlp-1024 (784-1024-1024-10), deep-mlp "
+                                          "(784-256-256-256-10), cnn (2 conv + pool + FC) or resnet (small, with batch norm)")
+        ->check(CLI::IsMember({"mlp", "mlp-1024", "deep-mlp", "cnn", "resnet"}));
     std::vector<std::string> conv_names{"auto"};
     for (const auto& c : gl::kernels::conv::conv_algorithms()) conv_names.push_back(c.name);
     train->add_option("--conv-algo", t.conv_algo, "convolution algorithm: auto (time each on first use, keep the fastest) or a fixed one")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -103,6 +104,7 @@ using Clock = std::chrono::steady_clock;
 struct PendingSend {
     Tensor data;  // contiguous float32; kept alive until sent
     int dest = 0;
+    double ready_s = 0.0;  // with a stand-in device: when that device finished making it
 };
 
 /// Sends @p pending (if any) and receives into @p incoming (if defined) from @p src,
@@ -117,6 +119,29 @@ void exchange(Communicator& comm, std::optional<PendingSend>& pending, Tensor& i
     else if (incoming.defined())
         comm.recv(incoming.raw_data(), bytes(incoming), src);
     pending.reset();
+}
+
+/// A message's float32 payload with its ready time appended (as two floats' bytes).
+constexpr std::int64_t kReadyFloats = sizeof(double) / sizeof(float);
+Tensor with_ready_time(const Tensor& data, double ready_s) {
+    Tensor out = empty({data.numel() + kReadyFloats});
+    std::memcpy(out.raw_data(), data.raw_data(), static_cast<std::size_t>(data.numel()) * sizeof(float));
+    std::memcpy(out.data<float>() + data.numel(), &ready_s, sizeof(double));
+    return out;
+}
+
+/// exchange() for a stand-in device: each message carries its ready time after the
+/// payload (one message, so the pairing of sends and receives is exchange()'s);
+/// returns the incoming one's (0 when nothing came in).
+double exchange_with_ready_times(Communicator& comm, std::optional<PendingSend>& pending, Tensor& incoming, int src) {
+    if (pending) pending->data = with_ready_time(pending->data, pending->ready_s);
+    Tensor buffer = incoming.defined() ? empty({incoming.numel() + kReadyFloats}) : Tensor();
+    exchange(comm, pending, buffer, src);
+    if (!incoming.defined()) return 0.0;
+    std::memcpy(incoming.raw_data(), buffer.raw_data(), static_cast<std::size_t>(incoming.numel()) * sizeof(float));
+    double ready_s = 0.0;
+    std::memcpy(&ready_s, buffer.data<float>() + incoming.numel(), sizeof(double));
+    return ready_s;
 }
 
 /// Entries [begin, begin + count) of a 1-D int32 tensor.
@@ -153,6 +178,12 @@ PipelineStats PipelineStage::step(const Batch& batch, const PipelineOptions& opt
     const Clock::time_point t0 = Clock::now();
     const std::uint64_t bytes_before = comm_.stats().bytes_sent;
     const auto seconds = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
+    // A stand-in device (calibrated waits) keeps its own clock: an op starts when the
+    // device is free and its input is ready there (the sender's device time, sent with
+    // it), and lasts max(wait, its compute). The host sleeps until then, so the step takes
+    // the device's time; a host woken late by a busy machine does not stretch it.
+    const bool device_clocks = options.forward_wait_s > 0 || options.backward_wait_s > 0;
+    double device_free_s = 0.0;
 
     for (const PipeStep& st : order) {
         const Chunk mb = micro(st.micro_batch);
@@ -161,7 +192,10 @@ PipelineStats PipelineStage::step(const Batch& batch, const PipelineOptions& opt
         Tensor incoming;  // the activation from s-1, or the gradient from s+1
         if (st.op == 'F' && !first) incoming = empty({mb_rows, input_features_});
         if (st.op == 'B' && !last) incoming = empty(kept.output.shape());
-        exchange(comm_, pending, incoming, st.op == 'F' ? s - 1 : s + 1);
+        const int src = st.op == 'F' ? s - 1 : s + 1;
+        double input_ready_s = 0.0;
+        if (device_clocks) input_ready_s = exchange_with_ready_times(comm_, pending, incoming, src);
+        else exchange(comm_, pending, incoming, src);
 
         const Clock::time_point start = Clock::now();
         if (st.op == 'F') {
@@ -192,15 +226,23 @@ PipelineStats PipelineStage::step(const Batch& batch, const PipelineOptions& opt
             kept = {};
             --in_flight;
         }
-        const double wait = st.op == 'F' ? options.forward_wait_s : options.backward_wait_s;
-        if (wait > 0) std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
-                                                                std::chrono::duration<double>(wait)));
-        stats.timeline.push_back({st, seconds(start), seconds(Clock::now())});
+        if (device_clocks) {
+            const double wait = st.op == 'F' ? options.forward_wait_s : options.backward_wait_s;
+            const double begin = std::max(device_free_s, input_ready_s);
+            device_free_s = begin + std::max(wait, seconds(Clock::now()) - seconds(start));
+            std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
+                                                   std::chrono::duration<double>(device_free_s)));
+            stats.timeline.push_back({st, begin, device_free_s});
+            if (pending) pending->ready_s = device_free_s;
+        } else {
+            stats.timeline.push_back({st, seconds(start), seconds(Clock::now())});
+        }
         stats.peak_in_flight = std::max(stats.peak_in_flight, in_flight);
         stats.peak_stashed_bytes = std::max(stats.peak_stashed_bytes, stashed_bytes);
     }
     Tensor nothing;
-    exchange(comm_, pending, nothing, s);
+    if (device_clocks) exchange_with_ready_times(comm_, pending, nothing, s);
+    else exchange(comm_, pending, nothing, s);
     stats.bytes_sent = comm_.stats().bytes_sent - bytes_before;
     return stats;
 }
