@@ -21,6 +21,7 @@ namespace gl {
 namespace {
 
 thread_local bool tls_in_region = false;
+thread_local bool tls_regions_stay_here = false;  // keep_regions_on_this_thread() was called
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -172,12 +173,15 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() {
+    if (tls_regions_stay_here) return 1;
     State& s = state();
     std::lock_guard lock(s.mutex);
     return s.threads;
 }
 
 bool in_parallel_region() { return tls_in_region; }
+
+void keep_regions_on_this_thread() { tls_regions_stay_here = true; }
 
 void release_inherited_pinning() { set_affinity(process_cpus()); }
 

@@ -59,6 +59,13 @@ void parallel_for(std::int64_t count, std::int64_t grain, F&& fn) {
 /// True on a thread that is running a share of a parallel region.
 bool in_parallel_region();
 
+/// From now on, parallel regions started by the calling thread run on that thread alone,
+/// and get_num_threads() says 1 there; other threads are not affected. For threads that
+/// are already one of several workers running side by side (data-loader workers: PyTorch
+/// calls torch.set_num_threads(1) in each): through the one pool they would queue for it,
+/// one region at a time, and two workers would do the work of one.
+void keep_regions_on_this_thread();
+
 /// Lets the calling thread run on every CPU of the process. A new thread inherits its
 /// creator's affinity, so a thread started by the pinned main thread would otherwise be
 /// held to that one CPU: every thread gradlab starts (data-parallel workers, the DDP

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl {
 
@@ -45,6 +46,11 @@ Prefetcher::Prefetcher(MakeBatch make_batch, std::size_t num_batches, const Pref
     for (std::size_t w = 0; w < options.num_workers; ++w) {
         try {
             workers_.emplace_back([state = state_] {
+                // Free of the CPU its creator may be pinned to, and one thread of work, not a
+                // caller of the intra-op pool: the workers run side by side, so each batch's
+                // kernels stay on its own worker (see keep_regions_on_this_thread).
+                release_inherited_pinning();
+                keep_regions_on_this_thread();
                 // The thread's entry: whatever escapes the loop (a broken loop, not a failed
                 // batch: those travel in their Result) must not end the process.
                 try {
