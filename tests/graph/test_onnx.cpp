@@ -184,7 +184,7 @@ TEST(OnnxImport, AMissingOpsetOrAnUnknownOneIsRefused) {
 }
 
 TEST(OnnxImport, GarbageIsRefusedWithWhatToDo) {
-    for (const std::string bytes : {std::string(), std::string("not an onnx file at all\n"), std::string(64, '\xff')}) {
+    for (const std::string& bytes : {std::string(), std::string("not an onnx file at all\n"), std::string(64, '\xff')}) {
         const std::string msg = message_of(bytes);
         EXPECT_NE(msg.find("ONNX:"), std::string::npos) << msg;
         EXPECT_NE(msg.find("export the model again"), std::string::npos) << msg;
