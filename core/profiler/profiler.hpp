@@ -22,6 +22,7 @@
 // compiles every Scope, flow and mark_step to nothing, for measuring a build without a
 // profiler against one with it off. The API stays, so callers compile either way.
 #ifndef GRADLAB_PROFILER
+/// 1: the profiler's scopes are compiled in; meson -Dprofiler=false defines it as 0.
 #define GRADLAB_PROFILER 1
 #endif
 
