@@ -110,6 +110,7 @@ void detail::record(Event&& e) {
     b.events.push_back(std::move(e));
 }
 
+#if GRADLAB_PROFILER
 void Scope::begin(Category category, const char* name) {
     event_.category = category;
     event_.name = name;
@@ -120,6 +121,7 @@ void Scope::end() {
     event_.end_ns = detail::now_ns();
     detail::record(std::move(event_));
 }
+#endif
 
 std::uint64_t flow_id(const void* owner, std::uint64_t index) {
     // splitmix64 of the pair: distinct owners and indices give distinct ids in practice.
@@ -166,6 +168,8 @@ Profiler::~Profiler() {
 }
 
 void Profiler::start() {
+    check(kCompiledIn, "profiler: this build has the profiler compiled out (meson -Dprofiler=false); "
+                       "reconfigure with -Dprofiler=true to profile");
     Profiler* none = nullptr;
     check(g_active.compare_exchange_strong(none, this),
           "profiler: another profiler is already running; stop it first");
@@ -222,10 +226,12 @@ void Profiler::stop() {
     g_active.store(nullptr);
 }
 
+#if GRADLAB_PROFILER
 void mark_step(int rank) {
     Profiler* p = g_active.load();
     if (p && p->options().rank == rank) p->step();
 }
+#endif
 
 // ---- Chrome Trace Event Format ----
 

@@ -18,6 +18,14 @@
 ///     gl::prof::write_chrome_trace(p.trace(), "trace.json");
 #pragma once
 
+// GRADLAB_PROFILER: 1 (the default) compiles the scopes in; 0 (meson -Dprofiler=false)
+// compiles every Scope, flow and mark_step to nothing, for measuring a build without a
+// profiler against one with it off. The API stays, so callers compile either way.
+#ifndef GRADLAB_PROFILER
+/// 1: the profiler's scopes are compiled in; meson -Dprofiler=false defines it as 0.
+#define GRADLAB_PROFILER 1
+#endif
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -104,6 +112,10 @@ struct ProfilerOptions {
     int rank = 0;                ///< the process id written into the trace (one track per rank)
 };
 
+/// True when this build records scopes (GRADLAB_PROFILER=1); false when the profiler is
+/// compiled out, and Profiler::start() then throws.
+inline constexpr bool kCompiledIn = GRADLAB_PROFILER != 0;
+
 namespace detail {
 /// The one flag every Scope reads: true only while a step is being recorded.
 extern std::atomic<bool> g_recording;
@@ -115,11 +127,19 @@ std::int64_t now_ns();
 void record(Event&& e);
 }  // namespace detail
 
+#if GRADLAB_PROFILER
 /// True while the profiler records: one relaxed atomic load, the whole cost when off.
 inline bool recording() { return detail::g_recording.load(std::memory_order_relaxed); }
 /// True when scopes should fill Event::shapes.
 inline bool recording_shapes() { return recording() && detail::g_record_shapes.load(std::memory_order_relaxed); }
+#else
+/// Compiled out: never recording, known at compile time, so callers' branches vanish.
+constexpr bool recording() { return false; }
+/// Compiled out: never.
+constexpr bool recording_shapes() { return false; }
+#endif
 
+#if GRADLAB_PROFILER
 /// An RAII region: records [construction, destruction) as one event when the profiler
 /// is recording at construction. `name` must outlive the scope (a string literal) unless
 /// set_name() gives it a string.
@@ -149,6 +169,24 @@ private:
     bool on_;
     Event event_;
 };
+#else
+/// Compiled out (GRADLAB_PROFILER=0): an empty object whose members do nothing.
+class Scope {
+public:
+    /// Does nothing.
+    Scope(Category, const char*) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    /// Never recorded.
+    static constexpr bool on() { return false; }
+    /// Does nothing.
+    void set_name(const std::string&) {}
+    /// Does nothing.
+    void set_work(double, double) {}
+    /// Does nothing.
+    void set_shapes(const std::string&) {}
+};
+#endif
 
 /// Stable id for an arrow from the producer of item @p index of @p owner to its consumer.
 std::uint64_t flow_id(const void* owner, std::uint64_t index);
@@ -200,7 +238,11 @@ private:
 /// the one line a training loop adds, at the end of each iteration. Only the loop of rank
 /// @p rank equal to the profiler's ProfilerOptions::rank counts, so data-parallel ranks
 /// that are threads of one process step the profiler once per step, not once per rank.
+#if GRADLAB_PROFILER
 void mark_step(int rank = 0);
+#else
+inline void mark_step(int = 0) {}
+#endif
 
 /// Writes @p trace as Chrome Trace Event Format JSON (chrome://tracing, Perfetto):
 /// complete events ("X") with microsecond timestamps, flow events ("s"/"f") between

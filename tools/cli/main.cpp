@@ -210,6 +210,9 @@ int cmd_train_parallel(const TrainArgs& a, const gl::training::FitOptions& fit,
 void check_train_args(const TrainArgs& a) {
     // A device that is not there stops at once, with the driver's reason, before any data loads.
     gl::device::check_available(gl::parse_device(a.device));
+    if (!a.profile.empty() && !gl::prof::kCompiledIn)
+        throw gl::Error("--profile: this build has the profiler compiled out (meson -Dprofiler=false); "
+                        "reconfigure with -Dprofiler=true to profile");
     if (a.device != "cpu" && (a.workers > 1 || a.precision != "fp32" || a.memory))
         throw gl::Error("--device " + a.device + " trains one worker in fp32 without --memory; drop --workers, "
                         "--precision or --memory, or use --device cpu");
