@@ -45,10 +45,12 @@ struct Fftw<double> {
 };
 
 // The in-place plan for an n1 x n2 transform in one direction, made on first use. The
-// plans live until the process ends (a handful of sizes per network).
+// plans live until the process ends (a handful of sizes per network): the map is never
+// destroyed, so they stay reachable (a destroyed map would leave them lost, which the
+// leak checker reports, and a plan destroyed at exit could still be in use by a thread).
 template <class T>
 typename Fftw<T>::Plan plan_for(std::int64_t n1, std::int64_t n2, bool inverse, std::complex<T>* example) {
-    static std::map<std::tuple<std::int64_t, std::int64_t, bool>, typename Fftw<T>::Plan> plans;
+    static auto& plans = *new std::map<std::tuple<std::int64_t, std::int64_t, bool>, typename Fftw<T>::Plan>;
     const std::lock_guard lock(g_planning);
     auto& plan = plans[{n1, n2, inverse}];
     if (!plan) {  // FFTW_ESTIMATE: planning does not overwrite the array
