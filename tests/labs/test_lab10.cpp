@@ -15,6 +15,7 @@
 #include "graded.hpp"
 #include "lab10_support.hpp"
 #include "profiler/analysis.hpp"
+#include "testkit/profiler_events.hpp"
 
 namespace gl {
 namespace {
@@ -23,16 +24,7 @@ using prof::Category;
 using prof::Event;
 using Row = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, double>;
 
-Event ev(const char* name, Category c, int tid, std::int64_t start, std::int64_t end, int pid = 0) {
-    Event e;
-    e.name = name;
-    e.category = c;
-    e.tid = tid;
-    e.pid = pid;
-    e.start_ns = start;
-    e.end_ns = end;
-    return e;
-}
+using test::ev;
 
 // The table as plain values: name, category, calls, total, self, % of steps.
 std::vector<Row> rows_of(const std::vector<prof::OpRow>& table) {

@@ -17,6 +17,7 @@
 #include "optim/optimizer.hpp"
 #include "profiler/analysis.hpp"
 #include "profiler/profiler.hpp"
+#include "testkit/profiler_events.hpp"
 #include "training/trainer.hpp"
 
 namespace gl::test {
@@ -25,17 +26,6 @@ namespace {
 using json = nlohmann::json;
 using prof::Category;
 using prof::Event;
-
-Event ev(const char* name, Category c, int tid, std::int64_t start, std::int64_t end, int pid = 0) {
-    Event e;
-    e.name = name;
-    e.category = c;
-    e.tid = tid;
-    e.pid = pid;
-    e.start_ns = start;
-    e.end_ns = end;
-    return e;
-}
 
 // ---- the format, checked the way a viewer reads it ----
 
