@@ -110,6 +110,10 @@ void Stream::wait(const Event& event) {
     check(cudaStreamWaitEvent(stream_, event.handle(), 0), "cudaStreamWaitEvent");
 }
 
+void default_stream_wait(const Event& event) {
+    check(cudaStreamWaitEvent(nullptr, event.handle(), 0), "cudaStreamWaitEvent");
+}
+
 void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, Stream& stream) {
     check(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), stream.handle()), "cudaMemcpyAsync");
 }

@@ -13,8 +13,9 @@
 ///
 /// Streams here behave like CUDA's non-blocking streams: they do not wait for the default
 /// stream, nor it for them. Order work between streams with events (Event::record(stream),
-/// Stream::wait(event)) and wait for it on the host with Stream::synchronize,
-/// Event::synchronize or gl::cuda::synchronize.
+/// Stream::wait(event); Event::record() and default_stream_wait(event) for the default
+/// stream) and wait for it on the host with Stream::synchronize, Event::synchronize or
+/// gl::cuda::synchronize.
 ///
 /// Copies need page-locked host memory (host_alloc) to be asynchronous: from pageable
 /// memory a GPU first copies into a page-locked staging buffer, with the host waiting, and
@@ -58,6 +59,11 @@ private:
     cudaStream_t stream_ = nullptr;
     int id_ = 0;
 };
+
+/// Work queued on the default stream after this call (plain launches and copies) waits
+/// until @p event's last mark has completed (cudaStreamWaitEvent on stream 0); the host
+/// does not wait.
+void default_stream_wait(const Event& event);
 
 /// Queues a copy of @p bytes on @p stream and returns (cudaMemcpyAsync). Asynchronous only
 /// when the host side is page-locked (host_alloc); from pageable memory the host waits.
@@ -115,6 +121,13 @@ public:
 private:
     std::unique_ptr<Impl> impl_;
 };
+
+/// Work issued on the default stream after this call waits until @p event's last mark has
+/// completed (cudaStreamWaitEvent on stream 0). The CPU runtime's default stream is the
+/// host thread that issues it (its launches and copies run before they return), so that
+/// thread waits here; on a GPU the host returns at once and the device waits. Either way
+/// the wait orders the default stream's work, which the timeline's clocks record.
+void default_stream_wait(const Event& event);
 
 /// Queues a copy of @p bytes on @p stream and returns (cudaMemcpyAsync). The pointers are
 /// checked now, as in memcpy. From pageable host memory (not from host_alloc) the copy is

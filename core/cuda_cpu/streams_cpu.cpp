@@ -67,6 +67,26 @@ Clock& host_clock() {
 /// The clock of the calling thread: a worker's own, or the host thread's.
 Clock& callers_clock() { return this_threads_clock ? *this_threads_clock : host_clock(); }
 
+/// The calling host thread's number (1, 2, ...; TimelineEntry::host_thread), given on first use.
+int this_host_thread() {
+    static std::atomic<int> next{1};
+    thread_local const int number = next++;
+    return number;
+}
+
+/// Operations the calling host thread has run on its default stream (its lane, -number in
+/// clocks). Kept apart from host_clock(): on a GPU the default stream's work is only queued
+/// when the host moves on, so a stream's work queued next does not come after it. Other
+/// lanes learn it only through an event recorded on the default stream, or synchronize().
+thread_local std::uint64_t host_lane_ops = 0;
+
+/// host_clock() with the default stream's own progress: what a default-stream event marks.
+Clock host_lane_clock() {
+    Clock clock = host_clock();
+    clock[-this_host_thread()] = host_lane_ops;
+    return clock;
+}
+
 }  // namespace
 
 const char* op_name(OpKind kind) {
@@ -127,10 +147,11 @@ double link_bandwidth() {
 }
 
 bool happens_before(const TimelineEntry& a, const TimelineEntry& b) {
-    if (a.stream == 0 || b.stream == 0) return false;
-    if (a.stream == b.stream) return a.seq < b.seq;
-    for (const auto& [stream, count] : b.clock)
-        if (stream == a.stream) return count >= a.seq;
+    const int lane_a = lane_of(a), lane_b = lane_of(b);
+    if (lane_a == 0 || lane_b == 0) return false;
+    if (lane_a == lane_b) return a.seq < b.seq;
+    for (const auto& [lane, count] : b.clock)
+        if (lane == lane_a) return count >= a.seq;
     return false;
 }
 
@@ -150,6 +171,11 @@ void record_op(TimelineEntry entry, std::int64_t start_ns) {
     if (this_threads_clock) {
         entry.seq = (*this_threads_clock)[this_threads_stream];
         entry.clock.assign(this_threads_clock->begin(), this_threads_clock->end());
+    } else {  // the default stream: the host thread's own lane, one more operation done on it
+        entry.host_thread = this_host_thread();
+        entry.seq = ++host_lane_ops;
+        const Clock clock = host_lane_clock();
+        entry.clock.assign(clock.begin(), clock.end());
     }
     entry.start_us = static_cast<double>(start_ns - t.epoch_ns) * 1e-3;
     entry.end_us = static_cast<double>(end_ns - t.epoch_ns) * 1e-3;
@@ -225,6 +251,9 @@ void Event::record() {
     std::lock_guard lock(state_->mutex);
     state_->completed = state_->recorded = state_->recorded + 1;
     state_->time_ns = detail::now_ns();
+    // The default stream's work so far is done (it ran on this thread): a stream that waits
+    // for this mark comes after it, and after what this thread knew had finished.
+    state_->clock = this_threads_clock ? *this_threads_clock : host_lane_clock();
 }
 
 void Event::record(Stream& stream) {
@@ -407,12 +436,25 @@ void Stream::wait(const Event& event) {
     enqueue([state, mark] { state->wait_for(mark); });
 }
 
+void default_stream_wait(const Event& event) {
+    const std::shared_ptr<Event::State>& state = event.state();
+    std::uint64_t mark;
+    {
+        std::lock_guard lock(state->mutex);
+        mark = state->recorded;
+    }
+    state->wait_for(mark);  // the default stream is this thread: it waits, and learns the clock
+}
+
 void synchronize() {
     // The registry stays locked while the streams drain: a stream destroyed meanwhile on
     // another thread waits in its destructor (which erases it first) instead of being freed
     // under us. Work items never create or destroy streams, so this cannot deadlock.
     std::lock_guard lock(registry().mutex);
     for (Stream* s : registry().live) s->synchronize();
+    // cudaDeviceSynchronize waits for the default stream too: work queued from now on comes
+    // after this thread's default-stream work.
+    if (!this_threads_clock) host_clock() = host_lane_clock();
 }
 
 // ---------------------------------------------------------------------------------------

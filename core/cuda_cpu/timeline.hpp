@@ -38,12 +38,16 @@ struct TimelineEntry {
     const void* src = nullptr;     ///< a copy's source (nullptr for kernels)
     const void* dst = nullptr;     ///< a copy's or memset's destination
     bool pageable = false;         ///< a host side that was not page-locked (host_alloc)
-    /// Its position on its stream: 1 for the stream's first operation (waits and event
-    /// records count as operations); 0 on the default stream.
+    /// On the default stream: which host thread ran it (1, 2, ... in the order threads first
+    /// recorded something); 0 on a stream. The default stream's work runs on the host thread
+    /// that issued it, so each host thread is a lane of its own, named -host_thread in clocks.
+    int host_thread = 0;
+    /// Its position on its lane (its stream, or its host thread's default stream): 1 for the
+    /// lane's first operation (on a stream, waits and event records count as operations).
     std::uint64_t seq = 0;
-    /// Its vector clock: for each stream (id, count), how many of that stream's operations
-    /// had finished before this one could start, through the stream's own order and the
-    /// events it waited for. Empty on the default stream.
+    /// Its vector clock: for each lane (a stream's id, or -host_thread), how many of that
+    /// lane's operations had finished before this one could start, through the lane's own
+    /// order, the events it waited for and what its enqueuer knew when it queued it.
     std::vector<std::pair<int, std::uint64_t>> clock;
     /// Whether this entry's interval overlaps @p other's in time (more than touching).
     bool overlaps(const TimelineEntry& other) const {
@@ -51,15 +55,25 @@ struct TimelineEntry {
     }
 };
 
-/// Whether @p a had to finish before @p b could start: @p b's stream waited, directly or
-/// through other streams' events, for the point after @p a on @p a's stream (or both are on
-/// one stream, @p a first). Decided from the order the program imposed, not from times, so
-/// it does not depend on how busy the machine was. False for default-stream entries.
+/// The lane @p e ran on: its stream's id, or -host_thread for the default stream's work
+/// (0 when that is unknown: an entry without its host thread).
+inline int lane_of(const TimelineEntry& e) { return e.stream != 0 ? e.stream : -e.host_thread; }
+
+/// Whether @p a had to finish before @p b could start: @p b's lane waited, directly or
+/// through other lanes' events, for the point after @p a on @p a's lane (or both are on one
+/// lane, @p a first). A host thread's default-stream work is a lane too. It comes after the
+/// stream work the host waited for (default_stream_wait, Event or Stream synchronize); a
+/// stream's work comes after it only through an event recorded on the default stream
+/// (Event::record(), then Stream::wait) or gl::cuda::synchronize(), not merely by being
+/// queued later: on a GPU the default stream's work is still queued when the host moves on.
+/// Decided from the order the program imposed, not from times, so it does not depend on how
+/// busy the machine was, and it flags what would race on a GPU although the CPU runtime's
+/// synchronous default stream happened to order it. False when a lane is unknown.
 bool happens_before(const TimelineEntry& a, const TimelineEntry& b);
 
 /// Whether the program let @p a and @p b run at the same time: neither happens before the other.
 inline bool may_overlap(const TimelineEntry& a, const TimelineEntry& b) {
-    return a.stream != 0 && b.stream != 0 && !happens_before(a, b) && !happens_before(b, a);
+    return lane_of(a) != 0 && lane_of(b) != 0 && !happens_before(a, b) && !happens_before(b, a);
 }
 
 /// Starts recording (clearing what was recorded before) or stops it.

@@ -129,4 +129,22 @@ void synchronize(Device device) {
     ++g_syncs;
 }
 
+void copy_to_device_async(Device device, void* dst, const void* src, std::size_t bytes, void* stream) {
+    if (bytes == 0) return;
+    check(!device.is_cpu() && stream != nullptr, "copy_to_device_async: needs a device and a stream of its runtime");
+    prof::Scope scope(prof::Category::Copy, "host_to_device (async)");
+    scope.set_work(0, static_cast<double>(bytes));
+    kernels_for(device).memcpy_async(dst, src, bytes, gl::cuda::CopyKind::host_to_device, stream);
+    ++g_h2d;
+    g_h2d_bytes += static_cast<std::int64_t>(bytes);
+}
+
+void wait_for_event(Device device, void* event) {
+    const kernels::DeviceKernels& k = kernels_for(device);
+    if (k.event_query(event)) return;  // done already: the host does not wait
+    const prof::Scope scope(prof::Category::Sync, "event synchronize");
+    k.event_synchronize(event);
+    ++g_syncs;
+}
+
 }  // namespace gl::device

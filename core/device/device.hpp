@@ -68,4 +68,14 @@ void copy(Device dst_device, void* dst, Device src_device, const void* src, std:
 /// Waits for all work queued on @p device (counted as a host synchronisation).
 void synchronize(Device device);
 
+/// Queues a copy of @p bytes from host memory @p src to @p dst on @p device, on @p stream
+/// (a handle from kernels_for(device).stream_create), and returns: counted like copy()'s
+/// host-to-device copies. Without waiting only when @p src is the runtime's page-locked
+/// memory (host_alloc); from pageable memory the host waits, as cudaMemcpyAsync makes it.
+void copy_to_device_async(Device device, void* dst, const void* src, std::size_t bytes, void* stream);
+
+/// The host waits until @p event (a handle from kernels_for(device).event_create) has
+/// completed: counted as a host synchronisation when it was not complete already.
+void wait_for_event(Device device, void* event);
+
 }  // namespace gl::device

@@ -2,13 +2,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "ops/autocast.hpp"
 #include "amp/master_weights.hpp"
 #include "autograd/grad_mode.hpp"
+#include "device/batch_upload.hpp"
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
-#include "device/device_pinned.hpp"
 #include "ops/ops.hpp"
 #include "profiler/profiler.hpp"
 
@@ -107,10 +108,29 @@ EpochReport run_epoch(const DataLoader& loader, int epoch, const ProgressFn& pro
     const bool on_device = !where.device.is_cpu();
     DeviceSums sums;
     const device::TransferStats before = device::transfer_stats();
-    for (const Batch& host_batch : loader.epoch(static_cast<std::uint64_t>(epoch - 1))) {
-        // Each batch goes to the device once; everything after stays there.
-        const Batch batch = on_device ? Batch{host_batch.inputs.to(where.device), host_batch.targets.to(where.device)}
-                                      : host_batch;
+    const EpochRange batches = loader.epoch(static_cast<std::uint64_t>(epoch - 1));
+    EpochRange::iterator next = batches.begin();
+    // On a device each batch is copied there once, on a copy stream: batch i+1's copy is
+    // queued before step i's kernels, so it runs while they do (device/batch_upload.hpp).
+    std::optional<device::BatchUploader> uploader;
+    if (on_device) uploader.emplace(where.device);
+    const auto start_next_copy = [&] {
+        if (next == batches.end()) return;
+        uploader->start(*next);
+        ++next;
+    };
+    if (uploader) start_next_copy();
+    for (;;) {
+        Batch batch;
+        if (uploader) {
+            if (uploader->in_flight() == 0) break;
+            batch = uploader->take();  // the device waits for its copy; the host does not
+            start_next_copy();
+        } else {
+            if (next == batches.end()) break;
+            batch = *next;
+            ++next;
+        }
         const StepResult r = step(batch, done);
         const auto n = batch.targets.numel();
         if (on_device) {
@@ -215,10 +235,6 @@ std::vector<EpochReport> fit(nn::Module& model, const std::shared_ptr<const Data
     lo.batch_size = options.batch_size;
     lo.shuffle = true;
     lo.seed = options.seed;
-    if (!options.device.device.is_cpu()) {  // batches in the device runtime's page-locked memory
-        lo.pin_memory = true;
-        lo.pinned_provider = &device::pinned_host_memory(options.device.device);
-    }
     const DataLoader loader(train, lo);
     const PrecisionOptions& precision = options.precision;
     std::unique_ptr<amp::MasterWeights> master;

@@ -39,8 +39,9 @@ struct EpochReport {
     std::int64_t vanished_updates = 0;  ///< of those, weights that did not change (see amp::UpdateStats)
     std::int64_t steps = 0;             ///< training steps (batches) in the epoch
     /// On a device: times the host waited for it inside the steps (device::transfer_stats);
-    /// 0 unless the loss is read every step. Reading the epoch's loss after the last step
-    /// is one more, not counted here.
+    /// 0 unless the loss is read every step (or a staging slot's copy was still running when
+    /// the host came to refill it). Reading the epoch's loss after the last step is one more,
+    /// not counted here.
     std::int64_t host_syncs_in_steps = 0;
     std::int64_t host_to_device_copies = 0;  ///< on a device: copies to it during the steps (2 per batch)
 };
@@ -88,9 +89,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::v
 EvalResult evaluate(nn::Module& model, const Dataset& data, std::size_t batch_size = 1000);
 
 /// One epoch of the four-step loop over @p loader: forward, loss, backward, update.
-/// On a device (@p where), each batch is copied there once, the loss and the correct
-/// predictions are summed there, and they are read once, after the epoch, unless
-/// where.read_loss_every_step. The model and the optimizer's state must already be there.
+/// On a device (@p where), each batch is copied there once, from pinned staging memory on a
+/// copy stream, queued before the previous step's kernels so the two overlap
+/// (device::BatchUploader); the loss and the correct predictions are summed there, and they
+/// are read once, after the epoch, unless where.read_loss_every_step. The model and the optimizer's state must already be there.
 /// @p progress gets NaN for the running loss on a device that does not read it.
 EpochReport train_epoch(nn::Module& model, optim::Optimizer& optimizer, const DataLoader& loader,
                         int epoch, const ProgressFn& progress = nullptr, const DeviceOptions& where = {});
@@ -104,8 +106,8 @@ struct FitOptions {
     std::uint64_t seed = 0;           ///< shuffling seed (the model has its own)
     PrecisionOptions precision;       ///< FP32, or mixed precision with FP16/BF16
     StepFn on_step;                   ///< optional, called after every step
-    /// Where to train (fp32 only on a device). On a device the loader pins each batch in the
-    /// device runtime's page-locked memory (device::pinned_host_memory) before it is copied.
+    /// Where to train (fp32 only on a device). On a device each batch is staged in the device
+    /// runtime's page-locked memory (device::pinned_host_memory) and copied on a copy stream.
     DeviceOptions device;
 };
 

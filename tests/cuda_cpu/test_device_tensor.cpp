@@ -10,11 +10,15 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/rng.hpp"
 #include "cuda_cpu/streams.hpp"
+#include "cuda_cpu/timeline.hpp"
+#include "device/batch_upload.hpp"
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
 #include "device/device_pinned.hpp"
@@ -292,31 +296,127 @@ TEST_F(DeviceTraining, ModelAndOptimizerStateMove) {
     EXPECT_NO_THROW(opt.step()) << "the momentum moved with the parameters";
 }
 
-TEST_F(DeviceTraining, FitStagesBatchesInTheRuntimesPinnedMemoryAndReportsEverySync) {
+/// 40 examples of 6 features in 3 classes: 5 batches of 8.
+std::shared_ptr<TensorDataset> small_data_set() {
     std::vector<std::int32_t> labels;
     for (int i = 0; i < 40; ++i) labels.push_back(i % 3);
-    const auto data = std::make_shared<TensorDataset>(random_tensor({40, 6}, 8), from_vector<std::int32_t>(labels, {40}), 3);
+    return std::make_shared<TensorDataset>(random_tensor({40, 6}, 8), from_vector<std::int32_t>(labels, {40}), 3);
+}
+
+/// One epoch of fit() on @p device over small_data_set(), SGD, batches of 8.
+training::EpochReport fit_one_epoch(Device device, bool read_loss = false, const training::ProgressFn& progress = nullptr) {
+    Rng rng(5);
+    auto net = nn::make_simple_net(rng, 6, 5, 3);
+    training::FitOptions o;
+    o.epochs = 1;
+    o.batch_size = 8;
+    o.optimizer = "sgd";
+    o.device = {device, read_loss};
+    const auto reports = training::fit(*net, small_data_set(), nullptr, o, nullptr, progress);
+    EXPECT_EQ(reports.size(), 1u);
+    return reports.at(0);
+}
+
+TEST_F(DeviceTraining, FitStagesBatchesInTheRuntimesPinnedMemoryAndReportsEverySync) {
     const PinnedMemoryProvider& pinned = device::pinned_host_memory(test_device());
     for (const bool read_loss : {false, true}) {
-        Rng rng(5);
-        auto net = nn::make_simple_net(rng, 6, 5, 3);
-        training::FitOptions o;
-        o.epochs = 1;
-        o.batch_size = 8;
-        o.optimizer = "sgd";
-        o.device = {test_device(), read_loss};
         std::size_t most_locked = 0;  // the pinned bytes alive while a step runs
         const auto progress = [&](std::size_t, std::size_t, double) {
             most_locked = std::max(most_locked, pinned.locked_bytes());
         };
-        const auto reports = training::fit(*net, data, nullptr, o, nullptr, progress);
-        ASSERT_EQ(reports.size(), 1u);
-        EXPECT_GT(most_locked, 0u) << "the batches were not in the runtime's page-locked memory";
-        EXPECT_EQ(reports[0].steps, 5);
-        EXPECT_EQ(reports[0].host_to_device_copies, 2 * reports[0].steps) << "each batch goes to the device once";
-        EXPECT_EQ(reports[0].host_syncs_in_steps, read_loss ? reports[0].steps : 0)
+        const training::EpochReport report = fit_one_epoch(test_device(), read_loss, progress);
+        EXPECT_GT(most_locked, 0u) << "the batches were not staged in the runtime's page-locked memory";
+        EXPECT_EQ(report.steps, 5);
+        EXPECT_EQ(report.host_to_device_copies, 2 * report.steps) << "each batch goes to the device once";
+        EXPECT_EQ(report.host_syncs_in_steps, read_loss ? report.steps : 0)
             << "the only host syncs in the steps are the loss reads the loop reports";
     }
+}
+
+// fit() on the CPU runtime, read from its timeline (the order the program imposed, through
+// the recorded vector clocks, not times): each batch is copied once, from one of two pinned
+// staging slots, on a copy stream; batch i+1's copy is queued before step i's kernels and
+// nothing orders the two, so they may run at the same time; and nothing races: each copy
+// comes after the kernels two steps back (whose memory the cache may hand it) and before
+// its own step's kernels. Under randomized stream schedules the loss still equals the CPU's.
+TEST_F(DeviceTraining, FitCopiesBatchIPlus1OnACopyStreamWhileStepIComputes) {
+    if (test_device() != kCudaCpu) GTEST_SKIP() << "the timeline is the CPU runtime's (Nsight Systems draws a GPU's)";
+    using cuda::cpu::happens_before;
+    using cuda::cpu::may_overlap;
+    using cuda::cpu::TimelineEntry;
+    const double cpu_loss = fit_one_epoch(kCpu).train_loss;
+    for (const std::uint64_t seed : {0, 1, 2}) {  // 0: in order; else randomized
+        SCOPED_TRACE("stream schedule seed " + std::to_string(seed));
+        std::optional<cuda::cpu::ScopedStreamSchedule> schedule;
+        if (seed > 0) schedule.emplace(cuda::cpu::StreamSchedule{true, seed, 200});
+        std::vector<TimelineEntry> entries;
+        training::EpochReport report;
+        {
+            cuda::cpu::ScopedTimeline recording;
+            report = fit_one_epoch(kCudaCpu);
+            entries = cuda::cpu::timeline();
+        }
+        EXPECT_NEAR(report.train_loss, cpu_loss, 1e-5 * (1 + std::fabs(cpu_loss)));
+        EXPECT_EQ(report.host_syncs_in_steps, 0);
+        std::vector<TimelineEntry> copies, kernels;  // the batch copies; the default stream's kernels
+        for (const TimelineEntry& e : entries) {
+            if (e.kind == cuda::cpu::OpKind::copy_h2d && e.stream != 0) copies.push_back(e);
+            if (e.kind == cuda::cpu::OpKind::kernel && e.stream == 0) kernels.push_back(e);
+        }
+        const auto steps = static_cast<std::size_t>(report.steps);
+        ASSERT_EQ(steps, 5u);
+        ASSERT_EQ(copies.size(), 2 * steps) << "inputs and targets, once per batch, on a stream";
+        std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+        std::set<const void*> staging;
+        for (std::size_t i = 0; i < copies.size(); ++i) {
+            EXPECT_EQ(copies[i].stream, copies[0].stream) << "one copy stream";
+            EXPECT_FALSE(copies[i].pageable) << "copy " << i << " read pageable memory: the host waited for it";
+            if (i % 2 == 0) staging.insert(copies[i].src);
+            if (i >= 4 && i % 2 == 0) EXPECT_EQ(copies[i].src, copies[i - 4].src) << "batch i reuses batch i-2's slot";
+            if (i >= 2 && i % 2 == 0) EXPECT_NE(copies[i].src, copies[i - 2].src) << "batch i+1 has the other slot";
+        }
+        EXPECT_EQ(staging.size(), 2u) << "two staging slots";
+        // Step j's kernels: after batch j's copy, not after batch j+1's.
+        const auto last_copy_of = [&](std::size_t batch) -> const TimelineEntry& { return copies[2 * batch + 1]; };
+        std::vector<std::vector<TimelineEntry>> step(steps);
+        for (const TimelineEntry& k : kernels)
+            for (std::size_t j = 0; j < steps; ++j)
+                if (happens_before(last_copy_of(j), k) && (j + 1 == steps || !happens_before(last_copy_of(j + 1), k)))
+                    step[j].push_back(k);
+        for (std::size_t j = 0; j < steps; ++j) {
+            ASSERT_FALSE(step[j].empty()) << "step " << j << " ran no kernel after its batch's copy";
+            if (j + 1 == steps) continue;
+            for (const TimelineEntry& k : step[j]) {
+                EXPECT_TRUE(may_overlap(copies[2 * (j + 1)], k) && may_overlap(last_copy_of(j + 1), k))
+                    << "batch " << j + 1 << "'s copy is ordered against a kernel of step " << j
+                    << ": they cannot overlap";
+            }
+            if (j >= 1)
+                for (const TimelineEntry& k : step[j - 1])
+                    EXPECT_TRUE(happens_before(k, copies[2 * (j + 1)]))
+                        << "batch " << j + 1 << "'s copy is not ordered after step " << j - 1 << "'s kernels";
+        }
+    }
+}
+
+TEST_F(DeviceTraining, BatchUploaderHandsBackTheBatchAndRefusesMisuse) {
+    device::BatchUploader uploader(test_device());
+    EXPECT_THROW(uploader.take(), Error) << "nothing was started";
+    const Batch b0{random_tensor({3, 5}, 1), from_vector<std::int32_t>({2, 0, 1}, {3})};
+    const Batch b1{random_tensor({2, 5}, 2), from_vector<std::int32_t>({1, 1}, {2})};
+    uploader.start(b0);
+    uploader.start(b1);
+    EXPECT_EQ(uploader.in_flight(), 2);
+    EXPECT_THROW(uploader.start(b0), Error) << "two staging slots: a third batch must wait for a take()";
+    EXPECT_THROW(uploader.start({b0.inputs.to(test_device()), b0.targets}), Error) << "a batch already on the device";
+    EXPECT_NE(uploader.staging(0), uploader.staging(1));
+    for (const Batch* want : {&b0, &b1}) {
+        const Batch got = uploader.take();
+        ASSERT_EQ(got.inputs.device(), test_device());
+        EXPECT_EQ(got.inputs.cpu().to_vector<float>(), want->inputs.to_vector<float>());
+        EXPECT_EQ(got.targets.cpu().to_vector<std::int32_t>(), want->targets.to_vector<std::int32_t>());
+    }
+    EXPECT_EQ(uploader.in_flight(), 0);
 }
 
 TEST_F(DeviceTraining, PinnedHostMemoryComesFromTheDevicesRuntime) {

@@ -146,6 +146,59 @@ TEST(CudaCpuStreams, StreamWaitEventOrdersWorkAcrossStreamsUnderEverySchedule) {
     }
 }
 
+// The default stream runs on the host thread that issues it: a lane of the timeline of its
+// own. Only events order it against a stream (as on a GPU, where a plain launch is merely
+// queued when the host moves on): a copy queued after a default-stream kernel without a
+// wait may run alongside it; with an event recorded on the default stream it comes after;
+// and default-stream work issued after default_stream_wait(copied) comes after the copy
+// and reads its data under every schedule.
+TEST(CudaCpuStreams, TheDefaultStreamIsALaneThatOnlyEventsOrderAgainstStreams) {
+    constexpr int n = 1 << 14;
+    constexpr std::size_t bytes = n * sizeof(float);
+    PinnedBuffer<float> in(n), out(n);
+    for (int i = 0; i < n; ++i) in.data()[i] = static_cast<float>(i % 13);
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+        ScopedStreamSchedule randomized({true, seed, 300});
+        DeviceBuffer<float> a(n), b(n), c(n);
+        Stream copy;
+        Event host_mark, copied;
+        ScopedTimeline recording;
+        gl::cuda::launch(add_one, dim3(n / 256), dim3(256), 0, n, a.data());             // k1
+        gl::cuda::memcpy_async(c.data(), in.data(), bytes, CopyKind::host_to_device, copy);  // c1: no wait
+        host_mark.record();
+        copy.wait(host_mark);
+        gl::cuda::memcpy_async(b.data(), in.data(), bytes, CopyKind::host_to_device, copy);  // c2: after k1
+        copied.record(copy);
+        gl::cuda::default_stream_wait(copied);
+        gl::cuda::launch(add_one, dim3(n / 256), dim3(256), 0, n, b.data());             // k2: after c2
+        gl::cuda::memcpy(out.data(), b.data(), bytes, CopyKind::device_to_host);
+        copy.synchronize();
+        for (int i = 0; i < n; ++i)
+            ASSERT_EQ(out.data()[i], in.data()[i] + 1.0f) << "seed " << seed << ": k2 ran before c2 landed, at " << i;
+
+        std::vector<TimelineEntry> kernels, copies;
+        for (const TimelineEntry& e : gl::cuda::cpu::timeline()) {
+            if (e.kind == OpKind::kernel) kernels.push_back(e);
+            if (e.kind == OpKind::copy_h2d && e.stream == copy.id()) copies.push_back(e);
+        }
+        ASSERT_EQ(kernels.size(), 2u);
+        ASSERT_EQ(copies.size(), 2u);
+        auto by_seq = [](const TimelineEntry& x, const TimelineEntry& y) { return x.seq < y.seq; };
+        std::sort(kernels.begin(), kernels.end(), by_seq);
+        std::sort(copies.begin(), copies.end(), by_seq);
+        const TimelineEntry &k1 = kernels[0], &k2 = kernels[1], &c1 = copies[0], &c2 = copies[1];
+        EXPECT_EQ(k1.stream, 0);
+        EXPECT_GT(k1.host_thread, 0) << "default-stream work names its host thread";
+        EXPECT_EQ(gl::cuda::cpu::lane_of(k1), gl::cuda::cpu::lane_of(k2));
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(k1, k2)) << "one lane runs in order";
+        EXPECT_TRUE(gl::cuda::cpu::may_overlap(k1, c1)) << "queued later is not ordered after, without an event";
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(k1, c2)) << "the default-stream event orders c2 after k1";
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(c2, k2)) << "default_stream_wait orders k2 after c2";
+        EXPECT_TRUE(gl::cuda::cpu::happens_before(c1, k2));
+        EXPECT_FALSE(gl::cuda::cpu::happens_before(k2, c2));
+    }
+}
+
 TEST(CudaCpuStreams, TheRandomizedScheduleExposesAMissingWait) {
     constexpr int n = 1 << 16;
     PinnedBuffer<float> in(n), out(n);

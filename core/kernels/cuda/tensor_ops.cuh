@@ -266,6 +266,25 @@ DeviceKernels make_device_kernels(const char* runtime) {
     k.synchronize = [] { gl::cuda::synchronize(); };
     k.host_alloc = [](std::size_t bytes) { return gl::cuda::host_alloc(bytes); };
     k.host_free = [](void* p) { gl::cuda::host_free(p); };
+    k.stream_create = []() -> void* { return new gl::cuda::Stream(); };
+    k.stream_destroy = [](void* s) { delete static_cast<gl::cuda::Stream*>(s); };
+    k.stream_id = [](void* s) { return static_cast<gl::cuda::Stream*>(s)->id(); };
+    k.event_create = []() -> void* { return new gl::cuda::Event(); };
+    k.event_destroy = [](void* e) { delete static_cast<gl::cuda::Event*>(e); };
+    k.event_record = [](void* e, void* s) {
+        if (s) static_cast<gl::cuda::Event*>(e)->record(*static_cast<gl::cuda::Stream*>(s));
+        else static_cast<gl::cuda::Event*>(e)->record();
+    };
+    k.stream_wait = [](void* s, void* e) {
+        const auto& event = *static_cast<const gl::cuda::Event*>(e);
+        if (s) static_cast<gl::cuda::Stream*>(s)->wait(event);
+        else gl::cuda::default_stream_wait(event);
+    };
+    k.event_query = [](void* e) { return static_cast<const gl::cuda::Event*>(e)->query(); };
+    k.event_synchronize = [](void* e) { static_cast<gl::cuda::Event*>(e)->synchronize(); };
+    k.memcpy_async = [](void* dst, const void* src, std::size_t bytes, gl::cuda::CopyKind kind, void* s) {
+        gl::cuda::memcpy_async(dst, src, bytes, kind, *static_cast<gl::cuda::Stream*>(s));
+    };
     k.fill = [](int64_t n, float value, float* out) { launch_n(fill_kernel, n, n, value, out); };
     k.gather = &gather;
     k.binary = [](BinaryOp op, int64_t n, const BroadcastIndex& index, const float* a, const float* b, float* out) {

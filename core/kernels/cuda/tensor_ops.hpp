@@ -8,7 +8,8 @@
 /// the CPU runtime (tensor_ops_cpu.cpp) and by nvcc for a GPU (tensor_ops_gpu.cu). Each
 /// compilation fills a DeviceKernels table with its own launches, so code above (device/)
 /// picks a runtime once and calls the same entries on both. Pointers are that runtime's
-/// device memory; every entry returns once the work is queued (on the CPU runtime: done).
+/// device memory; every entry returns once the work is queued (on the CPU runtime, work on
+/// the default stream is done by then; work on a stream of its own runs on its worker).
 /// Knows nothing about tensors: shapes arrive as the small index structs below.
 #pragma once
 
@@ -67,6 +68,19 @@ struct DeviceKernels {
     void (*synchronize)();                                                     ///< waits for the device
     void* (*host_alloc)(std::size_t bytes);                                    ///< page-locked host memory
     void (*host_free)(void* ptr);                                              ///< frees host_alloc's memory
+    // ---- a stream and events (cuda_cpu/streams.hpp) behind opaque handles; nullptr as a
+    // stream is the default stream, where every kernel below runs ----
+    void* (*stream_create)();                            ///< a new stream (non-blocking, as cudaStreamNonBlocking)
+    void (*stream_destroy)(void* stream);                ///< waits for its work, then destroys it
+    int (*stream_id)(void* stream);                      ///< its Stream::id() (the timeline's stream number)
+    void* (*event_create)();                             ///< a new event
+    void (*event_destroy)(void* event);                  ///< destroys it
+    void (*event_record)(void* event, void* stream);     ///< marks the point @p stream has reached
+    void (*stream_wait)(void* stream, void* event);      ///< @p stream's later work waits for the mark
+    bool (*event_query)(void* event);                    ///< whether the mark completed (no waiting)
+    void (*event_synchronize)(void* event);              ///< the host waits for the mark
+    /// Queues a copy on @p stream and returns (asynchronous from host_alloc's memory).
+    void (*memcpy_async)(void* dst, const void* src, std::size_t bytes, gl::cuda::CopyKind kind, void* stream);
     // ---- element-wise ----
     /// out[i] = value.
     void (*fill)(std::int64_t n, float value, float* out);
