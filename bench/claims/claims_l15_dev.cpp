@@ -1,8 +1,9 @@
 // Lab 15 claim DEV-1 (keep the model and the data on one device): SimpleNet's training step
 // on a device three ways, counted by the device layer (device::transfer_stats) and timed,
 // steps interleaved across the ways, median per way:
-//   once             the batch copied to the device once per step, nothing read back
-//                    (what `gradlab train --device D` does);
+//   once             the batch copied to the device once per step, from pinned staging on
+//                    a copy stream (device::BatchUploader), nothing read back (what
+//                    `gradlab train --device D` does);
 //   item_every_step  the same, and the loss read every step (`.item()`: a host sync);
 //   batch_per_op     the batch left on the host and copied again by every op that reads it
 //                    (the forward reads the inputs, the loss and the accuracy the targets).
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "claims.hpp"
+#include "device/batch_upload.hpp"
 #include "device/device.hpp"
 #include "device/device_ops.hpp"
 #include "nn/module.hpp"
@@ -25,10 +27,16 @@ enum class Way { once, item_every_step, batch_per_op };
 
 /// One training step in way @p way; returns its wall seconds (the device synchronised at
 /// the end, outside the counts, so queued work is inside the time on a GPU too).
-double device_step(Way way, nn::Module& net, optim::Optimizer& opt, const Tensor& x, const Tensor& y, Device d) {
+double device_step(Way way, nn::Module& net, optim::Optimizer& opt, const Tensor& x, const Tensor& y, Device d,
+                   device::BatchUploader& uploader) {
     const auto start = std::chrono::steady_clock::now();
     const bool per_op = way == Way::batch_per_op;
-    const Tensor dx = per_op ? Tensor() : x.to(d), dy = per_op ? Tensor() : y.to(d);
+    Batch on_device;
+    if (!per_op) {
+        uploader.start({x, y});
+        on_device = uploader.take();  // the device waits for the copy, the host does not
+    }
+    const Tensor dx = on_device.inputs, dy = on_device.targets;
     opt.zero_grad();
     const Tensor logits = net(per_op ? x.to(d) : dx);
     const Tensor loss = cross_entropy(logits, per_op ? y.to(d) : dy);
@@ -63,12 +71,13 @@ Result dev1(const Context& ctx) {
 
     const int reps = ctx.quick ? 5 : (gpu ? 200 : 15);
     const Way ways[] = {Way::once, Way::item_every_step, Way::batch_per_op};
+    device::BatchUploader uploader(d);
     std::vector<double> seconds[3];
     device::TransferStats totals[3];
     for (int rep = -1; rep < reps; ++rep)  // rep -1 warms up (first-touch, caches)
         for (int w = 0; w < 3; ++w) {
             const device::TransferStats before = device::transfer_stats();
-            const double s = device_step(ways[w], *net, opt, x, y, d);
+            const double s = device_step(ways[w], *net, opt, x, y, d, uploader);
             const device::TransferStats after = device::transfer_stats();
             if (rep < 0) continue;
             seconds[w].push_back(s);
