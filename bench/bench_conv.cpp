@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_mode.hpp"
 #include "kernels/cpu/conv/conv.hpp"
+#include "ops/conv.hpp"
 #include "parallel/thread_pool.hpp"
 #include "testkit/conv_problems.hpp"
 
@@ -157,6 +159,7 @@ public:
             if (run.error_occurred || run.run_type != Run::RT_Iteration) continue;
             // "Conv/<layer>/<algorithm>/real_time"
             const std::string name = run.benchmark_name();
+            if (!name.starts_with("Conv/")) continue;  // the pooling benchmarks have no peer here
             const auto first = name.find('/'), second = name.find('/', first + 1);
             const std::string layer = name.substr(first + 1, second - first - 1);
             const std::string algo = name.substr(second + 1, name.find('/', second + 1) - second - 1);
@@ -194,6 +197,17 @@ private:
     std::vector<std::string> order_;
 };
 
+// The CNN's max pooling (2x2, stride 2) after each convolution, forward, batch 64: the op
+// the CNN's epoch spends most in after the GEMMs (docs/results/2026-12-01-lab11-cnn-profile.md).
+void bench_max_pool(benchmark::State& state, gl::Shape shape) {
+    gl::Rng rng(1);
+    const gl::Tensor x = gl::randn(shape, rng);
+    gl::NoGradGuard no_grad;
+    for (auto _ : state) benchmark::DoNotOptimize(gl::max_pool2d(x, 2, 2, 0));
+    state.counters["bytes/s"] =  // x read once, y (a quarter of x) and its int32 argmax written
+        benchmark::Counter(double(x.numel()) * 1.5 * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Registers every (layer, algorithm) pair the algorithm supports, then oneDNN's.
 int register_all() {
     if (const char* t = std::getenv("GRADLAB_THREADS")) gl::set_num_threads(std::max(1, std::atoi(t)));
@@ -214,6 +228,10 @@ int register_all() {
         }
 #endif
     }
+    for (const auto& [name, shape] : {std::pair<std::string, gl::Shape>{"cnn.pool1", {64, 32, 28, 28}}, {"cnn.pool2", {64, 64, 14, 14}}})
+        benchmark::RegisterBenchmark(("Pool/" + name + "/max_pool2d").c_str(), bench_max_pool, shape)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
     return 0;
 }
 

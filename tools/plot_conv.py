@@ -7,8 +7,10 @@
 --bench  Google Benchmark JSON from build/bench/bench_conv
 Writes conv_times.png: one group of bars per layer of the CNN and the ResNet, one bar per
 algorithm (ours, and oneDNN's two settings), milliseconds per forward pass on a log scale,
-so which algorithm wins where can be read off. Needs python3-matplotlib; says so and exits
-0 without it, so a missing plot never fails a run.
+so which algorithm wins where can be read off; under the title, the machine, date and
+load average the benchmark's JSON recorded (its "context"), so the picture says where its
+numbers come from. Needs python3-matplotlib; says so and exits 0 without it, so a missing
+plot never fails a run.
 """
 
 from __future__ import annotations
@@ -54,7 +56,23 @@ def times(path: Path) -> dict[str, dict[str, float]]:
     return table
 
 
-def plot(plt, table: dict[str, dict[str, float]], out: Path) -> Path:
+def provenance(path: Path) -> str:
+    """'host, N CPUs, date, load a b c' from the benchmark JSON's context (what it has of it)."""
+    context = json.loads(path.read_text()).get("context", {})
+    parts = []
+    if context.get("host_name"):
+        parts.append(str(context["host_name"]))
+    if context.get("num_cpus"):
+        mhz = f" at {context['mhz_per_cpu']} MHz" if context.get("mhz_per_cpu") else ""
+        parts.append(f"{context['num_cpus']} CPUs{mhz}")
+    if context.get("date"):
+        parts.append(str(context["date"]))
+    if context.get("load_avg"):
+        parts.append("load average " + " ".join(f"{x:.2f}" for x in context["load_avg"]))
+    return ", ".join(parts) if parts else "machine, date and load not recorded in the JSON"
+
+
+def plot(plt, table: dict[str, dict[str, float]], out: Path, subtitle: str = "") -> Path:
     layers = list(table)
     algorithms = list(dict.fromkeys(a for per_layer in table.values() for a in per_layer))
     width = 0.8 / len(algorithms)
@@ -68,7 +86,8 @@ def plot(plt, table: dict[str, dict[str, float]], out: Path) -> Path:
     ax.set_xticklabels(layers, rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("ms per forward pass (batch 64)")
-    ax.set_title("Convolution algorithms per layer shape (missing bar: the algorithm cannot run it)")
+    title = "Convolution algorithms per layer shape (missing bar: the algorithm cannot run it)"
+    ax.set_title(title + ("\n" + subtitle if subtitle else ""), fontsize="medium")
     ax.legend(ncol=4, fontsize="small")
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
@@ -85,13 +104,14 @@ def main() -> int:
     args = ap.parse_args()
     try:
         table = times(args.bench)
+        subtitle = provenance(args.bench)
     except (OSError, ValueError) as e:
         print(f"plot_conv.py: {e}", file=sys.stderr)
         return 2
     plt = load_matplotlib()
     if plt is None:
         return 0
-    print(f"wrote {plot(plt, table, args.out)}")
+    print(f"wrote {plot(plt, table, args.out, subtitle)}")
     return 0
 
 

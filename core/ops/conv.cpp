@@ -12,6 +12,7 @@
 #include "kernels/cpu/conv/autotune.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
+#include "parallel/thread_pool.hpp"
 
 namespace gl {
 namespace {
@@ -46,23 +47,45 @@ kc::ConvAlgo algorithm_for(kc::ConvPass pass, const kc::ConvGeometry& g, DType d
     return kc::choose(pass, g, dtype == DType::Float64);
 }
 
-// y[n, k, :, :] += bias[k].
+// y[n, k, :, :] += bias[k]. One task per output plane.
 template <class T>
 void add_bias(const kc::ConvGeometry& g, const T* bias, T* y) {
     const std::int64_t plane = g.out_h() * g.out_w();
-    for (std::int64_t nk = 0; nk < g.batch * g.out_channels; ++nk)
-        for (std::int64_t i = 0; i < plane; ++i) y[nk * plane + i] += bias[nk % g.out_channels];
+    parallel_for(g.batch * g.out_channels, 8, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t nk = first; nk < last; ++nk) {
+            const T b = bias[nk % g.out_channels];
+            for (std::int64_t i = 0; i < plane; ++i) y[nk * plane + i] += b;
+        }
+    });
 }
 
-// db[k] = sum over n, p, q of dy[n, k, p, q].
+// The sum of @p n values in double, in four interleaved partial sums: one running sum
+// waits for each add to finish before the next (a chain as long as the plane); four
+// independent ones keep the adder busy. The order is fixed, so the result is too.
+template <class T>
+double plane_sum(const T* v, std::int64_t n) {
+    double s[4] = {0, 0, 0, 0};
+    std::int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; ++j) s[j] += v[i + j];
+    for (; i < n; ++i) s[0] += v[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// db[k] = sum over n, p, q of dy[n, k, p, q]. One task per filter k: it alone writes db[k],
+// always in the same order, so the sum does not depend on the thread count.
 template <class T>
 Tensor bias_gradient(const kc::ConvGeometry& g, const T* dy, DType dtype) {
     const std::int64_t plane = g.out_h() * g.out_w();
-    std::vector<double> sums(static_cast<std::size_t>(g.out_channels), 0.0);
-    for (std::int64_t nk = 0; nk < g.batch * g.out_channels; ++nk)
-        for (std::int64_t i = 0; i < plane; ++i) sums[static_cast<std::size_t>(nk % g.out_channels)] += dy[nk * plane + i];
     Tensor db = empty({g.out_channels}, dtype);
-    std::copy(sums.begin(), sums.end(), db.data<T>());
+    T* out = db.data<T>();
+    parallel_for(g.out_channels, 1, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t k = first; k < last; ++k) {
+            double sum = 0;
+            for (std::int64_t n = 0; n < g.batch; ++n) sum += plane_sum(dy + (n * g.out_channels + k) * plane, plane);
+            out[k] = static_cast<T>(sum);
+        }
+    });
     return db;
 }
 

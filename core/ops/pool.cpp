@@ -4,7 +4,6 @@
 // gradient flows back to that one element. Average pooling spreads each output's
 // gradient evenly over its window (padding included in the count, as PyTorch does).
 #include <algorithm>
-#include <limits>
 
 #include "autograd/node.hpp"
 #include "ops/conv.hpp"
@@ -94,6 +93,41 @@ std::vector<Tensor> AvgPoolBackward::backward(const Tensor& grad) {
     return {dx};
 }
 
+// The rows [first, last) of a window that starts at @p start, clipped to [0, size): the
+// window's taps in the padding are dropped here, once, instead of tested one by one.
+struct WindowRange {
+    std::int64_t first, last;
+};
+WindowRange clip_window(std::int64_t start, std::int64_t kernel, std::int64_t size) {
+    return {std::max<std::int64_t>(start, 0), std::min(start + kernel, size)};
+}
+
+// Max pooling of one plane: each output is the largest value of its window, and where it
+// is. The comparison feeds a select, not a branch: which tap wins is data, and a branch on
+// it is mispredicted about half the time (that made this loop, not the convolutions' GEMMs,
+// the CNN's second-largest cost). The first tap starts the search, so a NaN in it stays,
+// as before.
+template <class T>
+void max_pool_plane(const PoolGeometry& pg, const T* in, T* out, std::int32_t* where) {
+    for (std::int64_t p = 0; p < pg.P; ++p) {
+        const WindowRange rows = clip_window(p * pg.stride - pg.pad, pg.kernel, pg.H);
+        for (std::int64_t q = 0; q < pg.Q; ++q) {
+            const WindowRange cols = clip_window(q * pg.stride - pg.pad, pg.kernel, pg.W);
+            std::int64_t best_at = rows.first * pg.W + cols.first;
+            T best = in[best_at];
+            for (std::int64_t ih = rows.first; ih < rows.last; ++ih)
+                for (std::int64_t iw = cols.first; iw < cols.last; ++iw) {
+                    const T value = in[ih * pg.W + iw];
+                    const bool larger = value > best;
+                    best = larger ? value : best;
+                    best_at = larger ? ih * pg.W + iw : best_at;
+                }
+            out[p * pg.Q + q] = best;
+            where[p * pg.Q + q] = static_cast<std::int32_t>(best_at);
+        }
+    }
+}
+
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
@@ -106,20 +140,9 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
         const T* input = x.data<T>();
         T* output = y.data<T>();
         parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {  // whole planes per thread
-            for (std::int64_t plane = first; plane < last; ++plane) {
-                const T* in = input + plane * pg.H * pg.W;
-                for (std::int64_t p = 0; p < pg.P; ++p)
-                    for (std::int64_t q = 0; q < pg.Q; ++q) {
-                        T best = -std::numeric_limits<T>::infinity();
-                        std::int64_t best_at = -1;
-                        for_each_in_window(pg, p, q, [&](std::int64_t ih, std::int64_t iw) {
-                            if (best_at < 0 || in[ih * pg.W + iw] > best) best = in[ih * pg.W + iw], best_at = ih * pg.W + iw;
-                        });
-                        const std::int64_t out = (plane * pg.P + p) * pg.Q + q;
-                        output[out] = best;
-                        where[out] = static_cast<std::int32_t>(best_at);
-                    }
-            }
+            for (std::int64_t plane = first; plane < last; ++plane)
+                max_pool_plane(pg, input + plane * pg.H * pg.W, output + plane * pg.P * pg.Q,
+                               where + plane * pg.P * pg.Q);
         });
     });
     if (should_record({x_in})) {

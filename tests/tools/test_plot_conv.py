@@ -50,5 +50,21 @@ class Times(unittest.TestCase):
             self.read(bench([{**run("Conv/a/fft/real_time", 1.0), "time_unit": "us"}]))
 
 
+class Provenance(unittest.TestCase):
+    def read(self, context: dict) -> str:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "conv.json"
+            path.write_text(json.dumps({"context": context, "benchmarks": []}))
+            return plot_conv.provenance(path)
+
+    def test_machine_date_and_load_come_from_the_json_context(self):
+        text = self.read({"host_name": "box", "num_cpus": 2, "mhz_per_cpu": 3000,
+                          "date": "2026-12-01T11:30:00+00:00", "load_avg": [1.5, 1.25, 1.0]})
+        self.assertEqual(text, "box, 2 CPUs at 3000 MHz, 2026-12-01T11:30:00+00:00, load average 1.50 1.25 1.00")
+
+    def test_a_json_without_context_says_so(self):
+        self.assertIn("not recorded", self.read({}))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -221,6 +221,10 @@ TEST(Pooling, MaxAndAverageForwardAndGradcheck) {
         EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return max_pool2d(v[0], k, s, p); }, {r}).ok);
         EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return avg_pool2d(v[0], k, s, p); }, {r}).ok);
     }
+    // Padding is never a candidate: an all-negative plane pools to its own values, not 0.
+    const Tensor negative = from_vector<double>({-4, -3, -2, -1}, {1, 1, 2, 2});
+    EXPECT_EQ(max_pool2d(negative, 2, 1, 1).to_vector<double>(),
+              (std::vector<double>{-4, -3, -3, -2, -1, -1, -2, -1, -1}));
     EXPECT_THROW(max_pool2d(zeros({1, 1, 2, 2}), 3), Error);
     EXPECT_EQ(flatten(zeros({2, 3, 4, 5})).shape(), (Shape{2, 60}));
 }

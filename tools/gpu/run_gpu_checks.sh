@@ -54,7 +54,7 @@
 # --dry-run: the rehearsal for a CPU-only machine (tests/tools/test_gpu_checks.py runs it
 #   in CI). Put a stand-in nvidia-smi first on PATH (tests/tools/fake_gpu/nvidia-smi); where a
 #   GPU would be used, the CUDA-on-CPU runtime is: the device-test step runs the same
-#   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*), the benchmarks are the same
+#   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*, CudaConv.*), the benchmarks are the same
 #   programs built for the CPU runtime with host loops standing in for cuBLAS and WMMA
 #   (bench/cuda_gemm_dryrun.cpp), and NCCL, which has no CPU form, may skip.
 # --reuse-build DIR: build in DIR (already configured) instead of from scratch: CI's dry
@@ -93,7 +93,7 @@ jobs=$(nproc 2>/dev/null || echo 4)
 start_time=$SECONDS
 if [ "$dry_run" -eq 1 ]; then
     sizes=${GPU_CHECKS_SIZES:-32,64}
-    device_filter=${GPU_CHECKS_DEVICE_TESTS:-*CudaGemm.*_in_order:CudaLowp.*}
+    device_filter=${GPU_CHECKS_DEVICE_TESTS:-*CudaGemm.*_in_order:CudaLowp.*:CudaConv.*}
 else
     sizes=${GPU_CHECKS_SIZES:-1024,2048,4096,8192}
     device_filter=${GPU_CHECKS_DEVICE_TESTS:-*Device*:*MatchesGpu*-*WithoutAGpu*}
