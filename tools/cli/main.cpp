@@ -230,9 +230,9 @@ void check_train_args(const TrainArgs& a) {
                         "without memory accounting");
     if ((a.qat || !a.save.empty()) && parallel)
         throw gl::Error("--qat and --save are for one worker; drop --workers/--backend");
-    if (conv_net && a.device != "cpu")
-        throw gl::Error("--model " + a.model + " trains on the CPU: the convolution, pooling and batch-norm ops have "
-                        "no device kernels yet; use --device cpu, or --model mlp on --device " + a.device);
+    if (a.model == "resnet" && a.device != "cpu")
+        throw gl::Error("--model resnet trains on the CPU: batch norm has no device kernels yet; use --device cpu, or "
+                        "--model cnn or mlp on --device " + a.device);
     if (a.model != "mlp" && a.model != "cnn" && (a.qat || !a.save.empty()))
         throw gl::Error("--qat and --save are for --model mlp and --model cnn (the model file holds Linear and Conv2d "
                         "layers); drop them or use --model mlp or cnn");
