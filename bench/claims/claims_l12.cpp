@@ -194,7 +194,7 @@ Q1Model measure_model(const Q1Recipe& r, Quantize quantize, Convert convert, nlo
     std::ostringstream out;
     out << r.name << " (" << r.net->describe() << ", " << r.fit.epochs << " FP32 epoch(s), " << r.test->size()
         << " test images): FP32 " << fixed(m.fp32_accuracy, 4) << "; " << acc.str() << ". Files: FP32 "
-        << m.float_file_bytes << " bytes, INT8 (per channel) " << m.int8_file_bytes << " ("
+        << fixed(m.float_file_bytes, 0) << " bytes, INT8 (per channel) " << fixed(m.int8_file_bytes, 0) << " ("
         << fixed(m.float_file_bytes / m.int8_file_bytes, 2) << "x smaller). Inference of " << r.latency_batch
         << " images: FP32 " << fixed(fp32_s * 1e3, 2) << " ms, INT8 " << fixed(int8_s * 1e3, 2) << " ms. ";
     summary += out.str();
