@@ -135,8 +135,8 @@ struct StepMedians {
 Result data1(const Context& ctx) {
     Result r;
     const ThreadCountScope one_thread(1);  // training on one thread: the "accelerator"
-    const JpegFolder folder(ctx, ctx.quick ? 2048 : 6144);
-    const std::size_t batches = ctx.quick ? 24 : 80;
+    const JpegFolder folder(ctx, ctx.quick ? 4096 : 12800);
+    const std::size_t batches = ctx.quick ? 60 : 190;  // within one epoch (64 or 200 batches)
     const int rounds = 3;
     const DataLoader serial(folder.data, {.batch_size = kBatch, .shuffle = true, .seed = ctx.seed});
     std::vector<double> loads;
@@ -212,9 +212,9 @@ Result data1(const Context& ctx) {
 
 Result data2(const Context& ctx) {
     Result r;
-    const JpegFolder folder(ctx, ctx.quick ? 2048 : 6144);
+    const JpegFolder folder(ctx, ctx.quick ? 4096 : 12800);
     const int cores = machine_cores();
-    const std::size_t batches = ctx.quick ? 24 : 80;
+    const std::size_t batches = ctx.quick ? 60 : 190;  // within one epoch (64 or 200 batches)
     const int rounds = 3;
     const DataLoader base(folder.data, {.batch_size = kBatch, .shuffle = true, .seed = ctx.seed});
     // Alternating rounds over the counts, the median of each (see data1).

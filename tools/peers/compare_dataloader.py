@@ -2,7 +2,8 @@
 """Data-loading throughput: gradlab's loader beside PyTorch's DataLoader, in the same run.
 
     tools/peers/compare_dataloader.py [--gradlab build/tools/gradlab] [--dir /tmp/fmnist-jpeg]
-                                      [--workers 0 1 2] [--batches 100] [--rounds 3] [--json FILE]
+                                      [--workers 0 1 2] [--batches 100] [--peer-batches N]
+                                      [--rounds 3] [--json FILE]
 
 Exports Fashion-MNIST as JPEG files into --dir if it does not exist, then times, in
 alternating rounds, `gradlab data throughput` and tools/peers/dataloader_torch.py (the
@@ -10,7 +11,9 @@ same transforms, batch and folder) at each worker count, and prints the median
 batches/s of each over the rounds (a burst of load from the rest of the machine lands
 on one round, not on one side) with the ratios the issue's acceptance asks for: gradlab's
 2 workers against its 1 worker (>= 1.8x) and against PyTorch's 2 workers (>= 1x), and
-the load average before and after. --json FILE also writes every round's numbers. PyTorch
+the load average before and after. --peer-batches times PyTorch over fewer batches than
+gradlab (it is ~20x slower; a rate needs a run of a few seconds, not the same count), and
+--json FILE also writes every round's numbers. PyTorch
 is looked for in /usr/bin/python3 (Debian's python3-torch); without it the table says so.
 """
 
@@ -40,6 +43,7 @@ def main():
     ap.add_argument("--dir", default="/tmp/gradlab-fmnist-jpeg")
     ap.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--batches", type=int, default=100)
+    ap.add_argument("--peer-batches", type=int, help="batches for PyTorch (default: --batches)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", help="also write every round's batches/s and the load to this file")
     a = ap.parse_args()
@@ -53,12 +57,13 @@ def main():
             ours = run_json([a.gradlab, "data", "throughput", a.dir, "--workers", str(w), "--batches", str(a.batches)])
             rounds.setdefault(("gradlab", w), []).append(ours["batches_per_second"])
             theirs = run_json([python, str(HERE / "dataloader_torch.py"), a.dir, "--workers", str(w),
-                               "--batches", str(a.batches)])
+                               "--batches", str(a.peer_batches or a.batches)])
             if theirs is not None:
                 rounds.setdefault(("pytorch", w), []).append(theirs["batches_per_second"])
     load_after = os.getloadavg()
     mid = {key: statistics.median(values) for key, values in rounds.items()}
-    print(f"medians of {a.rounds} alternating rounds of {a.batches} batches of 64 from {a.dir}")
+    print(f"medians of {a.rounds} alternating rounds of {a.batches} batches of 64 (PyTorch: "
+          f"{a.peer_batches or a.batches}) from {a.dir}")
     print(f"{'workers':>8} {'gradlab b/s':>12} {'PyTorch b/s':>12} {'gradlab/PyTorch':>16}")
     for w in a.workers:
         g, t = mid[("gradlab", w)], mid.get(("pytorch", w))
@@ -72,7 +77,7 @@ def main():
           "; after: " + " ".join(f"{x:.2f}" for x in load_after))
     if a.json:
         Path(a.json).write_text(json.dumps({
-            "dir": a.dir, "batches": a.batches, "rounds": a.rounds, "load_before": load_before,
+            "dir": a.dir, "batches": a.batches, "peer_batches": a.peer_batches or a.batches, "rounds": a.rounds, "load_before": load_before,
             "load_after": load_after,
             "batches_per_second": {f"{side} {w}": values for (side, w), values in rounds.items()},
             "medians": {f"{side} {w}": value for (side, w), value in mid.items()}}, indent=1) + "\n")
