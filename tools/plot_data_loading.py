@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 
@@ -108,7 +109,7 @@ def plot(plt, report: dict, out: Path) -> Path:
         ax.set_ylim(0, 1.15 * max(t["batches_per_second"]))
         ax.set_title(f"DATA-2: throughput against workers ({t['verdict']})", fontsize=10)
         ax.legend(fontsize=8)
-    fig.suptitle("Lab 06: the JPEG pipeline with worker threads\n" + provenance(report), fontsize=9)
+    fig.suptitle("Lab 06: the JPEG pipeline with worker threads\n" + textwrap.fill(provenance(report), 130), fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
