@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #if defined(__CUDACC__)
 #include <cstdio>
 #endif
@@ -51,6 +53,19 @@ __host__ __device__ inline void not_implemented(const char* lab, const char* wha
 /// Throws gl::Error with @p message when @p condition is false.
 inline void check(bool condition, const std::string& message) {
     if (!condition) throw Error(message);
+}
+
+/// Throws gl::Error with the message @p make_message() returns when @p condition is false.
+/// The message is built only on failure: for checks on a hot path (per sample, per
+/// batch), where building a string that is thrown away would cost more than the check.
+///
+/// ```cpp
+/// check(x.shape() == want, [&] { return "got " + shape_str(x.shape()); });
+/// ```
+template <class MakeMessage>
+    requires std::is_invocable_r_v<std::string, MakeMessage>
+inline void check(bool condition, MakeMessage&& make_message) {
+    if (!condition) throw Error(std::forward<MakeMessage>(make_message)());
 }
 
 }  // namespace gl

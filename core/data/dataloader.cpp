@@ -164,10 +164,11 @@ std::size_t DataLoader::num_batches() const {
 
 std::vector<std::vector<std::size_t>> DataLoader::batch_indices(std::uint64_t epoch) const {
     const std::vector<std::size_t> order = sampler_->indices(dataset_->size(), epoch);
-    check(order.size() == sampler_->num_indices(dataset_->size()),
-          "DataLoader: the sampler returned " + std::to_string(order.size()) +
-              " indices but announced " + std::to_string(sampler_->num_indices(dataset_->size())) +
-              "; a Sampler's indices() and num_indices() must agree");
+    check(order.size() == sampler_->num_indices(dataset_->size()), [&] {
+        return "DataLoader: the sampler returned " + std::to_string(order.size()) + " indices but announced " +
+               std::to_string(sampler_->num_indices(dataset_->size())) +
+               "; a Sampler's indices() and num_indices() must agree";
+    });
     std::vector<std::vector<std::size_t>> plan(num_batches());
     for (std::size_t b = 0; b < plan.size(); ++b) {
         const std::size_t first = b * options_.batch_size;

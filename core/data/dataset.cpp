@@ -4,13 +4,13 @@
 
 namespace gl {
 
-void check_batch_indices(const std::vector<std::size_t>& indices, std::size_t size,
-                         const std::string& who) {
-    check(!indices.empty(), who + ": the index list is empty; a batch needs at least one example");
+void check_batch_indices(const std::vector<std::size_t>& indices, std::size_t size, std::string_view who) {
+    check(!indices.empty(), [&] { return std::string(who) + ": the index list is empty; a batch needs at least one example"; });
     for (std::size_t i = 0; i < indices.size(); ++i)
-        check(indices[i] < size, who + ": index " + std::to_string(indices[i]) + " (position " +
-                                     std::to_string(i) + " in the list) is out of range for a "
-                                     "dataset of " + std::to_string(size) + " examples");
+        check(indices[i] < size, [&] {
+            return std::string(who) + ": index " + std::to_string(indices[i]) + " (position " + std::to_string(i) +
+                   " in the list) is out of range for a dataset of " + std::to_string(size) + " examples";
+        });
 }
 
 Rng sample_rng(const AugmentSeed& seed, std::size_t index) {
@@ -50,13 +50,15 @@ std::optional<Example> checked_example(const ExampleDataset& data, std::size_t i
     }
     if (!example) return example;
     const Tensor& input = example->input;
-    check(input.defined() && input.dtype() == DType::Float32 && input.shape() == data.example_shape(),
-          "sample " + std::to_string(index) + ": the dataset made an input of " +
-              (input.defined() ? name_of(input.dtype()) + " " + shape_str(input.shape()) : std::string("nothing")) +
-              " but announced float32 " + shape_str(data.example_shape()) +
-              "; add a Resize or CenterCrop so every example has one shape");
-    check(example->target >= 0 && example->target < data.num_classes(),
-          "sample " + std::to_string(index) + ": target " + std::to_string(example->target) + " is out of range");
+    check(input.defined() && input.dtype() == DType::Float32 && input.shape() == data.example_shape(), [&] {
+        return "sample " + std::to_string(index) + ": the dataset made an input of " +
+               (input.defined() ? name_of(input.dtype()) + " " + shape_str(input.shape()) : std::string("nothing")) +
+               " but announced float32 " + shape_str(data.example_shape()) +
+               "; add a Resize or CenterCrop so every example has one shape";
+    });
+    check(example->target >= 0 && example->target < data.num_classes(), [&] {
+        return "sample " + std::to_string(index) + ": target " + std::to_string(example->target) + " is out of range";
+    });
     return example;
 }
 
@@ -72,9 +74,11 @@ Batch ExampleDataset::get_augmented_batch(const std::vector<std::size_t>& indice
     examples.reserve(indices.size());
     for (std::size_t index : indices)
         if (std::optional<Example> example = checked_example(*this, index, seed)) examples.push_back(std::move(*example));
-    check(!examples.empty(), "ExampleDataset: every one of the " + std::to_string(indices.size()) +
-                                 " samples of the batch was skipped (first index " + std::to_string(indices.front()) +
-                                 "); the data set has too many bad files");
+    check(!examples.empty(), [&] {
+        return "ExampleDataset: every one of the " + std::to_string(indices.size()) +
+               " samples of the batch was skipped (first index " + std::to_string(indices.front()) +
+               "); the data set has too many bad files";
+    });
     return stack_examples(examples, example_shape());
 }
 
@@ -96,9 +100,10 @@ void check_target_range(const Tensor& targets, std::int64_t num_classes) {
     check(num_classes > 0, who + "num_classes must be positive, got " + std::to_string(num_classes));
     const std::int32_t* t = targets.data<std::int32_t>();
     for (std::int64_t i = 0; i < targets.numel(); ++i)
-        check(t[i] >= 0 && t[i] < num_classes,
-              who + "target " + std::to_string(t[i]) + " at index " + std::to_string(i) +
-                  " is out of range 0.." + std::to_string(num_classes - 1));
+        check(t[i] >= 0 && t[i] < num_classes, [&] {
+            return who + "target " + std::to_string(t[i]) + " at index " + std::to_string(i) + " is out of range 0.." +
+                   std::to_string(num_classes - 1);
+        });
 }
 
 /// A contiguous copy outside autograd (a dataset is data, not part of a graph).
@@ -153,10 +158,10 @@ SubsetDataset::SubsetDataset(std::shared_ptr<const Dataset> base, std::vector<st
     : base_(std::move(base)), indices_(std::move(indices)) {
     check(base_ != nullptr, "SubsetDataset: the base dataset is null");
     for (std::size_t i = 0; i < indices_.size(); ++i)
-        check(indices_[i] < base_->size(),
-              "SubsetDataset: index " + std::to_string(indices_[i]) + " (position " +
-                  std::to_string(i) + ") is out of range for a base dataset of " +
-                  std::to_string(base_->size()) + " examples");
+        check(indices_[i] < base_->size(), [&] {
+            return "SubsetDataset: index " + std::to_string(indices_[i]) + " (position " + std::to_string(i) +
+                   ") is out of range for a base dataset of " + std::to_string(base_->size()) + " examples";
+        });
 }
 
 std::shared_ptr<SubsetDataset> SubsetDataset::first(std::shared_ptr<const Dataset> base,

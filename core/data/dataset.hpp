@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/rng.hpp"
@@ -87,9 +88,9 @@ public:
 };
 
 /// Throws gl::Error unless @p indices is non-empty and every index is below @p size;
-/// @p who names the caller in the message.
-void check_batch_indices(const std::vector<std::size_t>& indices, std::size_t size,
-                         const std::string& who);
+/// @p who names the caller in the message (built only when a check fails: this runs
+/// for every batch).
+void check_batch_indices(const std::vector<std::size_t>& indices, std::size_t size, std::string_view who);
 
 /// A dataset held in memory as two tensors: inputs [N, features...] and targets [N].
 class TensorDataset : public Dataset {

@@ -65,9 +65,10 @@ ImageFolder::ImageFolder(const fs::path& root, ImageFolderOptions options) : opt
 
 Tensor ImageFolder::load(const Entry& entry) const {
     const Tensor image = to_tensor(decode_image(read_bytes(entry.path)));
-    check(image.shape() == options_.image_shape,
-          "wrong size: the image is " + shape_str(image.shape()) + " [C, H, W] but the data set's are " +
-              shape_str(options_.image_shape));
+    check(image.shape() == options_.image_shape, [&] {
+        return "wrong size: the image is " + shape_str(image.shape()) + " [C, H, W] but the data set's are " +
+               shape_str(options_.image_shape);
+    });
     return image;
 }
 

@@ -49,8 +49,12 @@ TensorImpl& Tensor::impl() const {
 std::int64_t Tensor::size(std::int64_t d) const {
     const std::int64_t n = dim();
     const std::int64_t axis = d < 0 ? d + n : d;
-    check(axis >= 0 && axis < n, "Tensor::size: dimension " + std::to_string(d) +
-                                     " is out of range for a tensor of shape " + shape_str(shape()));
+    // The message is built only on failure: size() runs in inner loops (per pixel in the
+    // image transforms), where building it every call cost more than the loop's work.
+    check(axis >= 0 && axis < n, [&] {
+        return "Tensor::size: dimension " + std::to_string(d) + " is out of range for a tensor of shape " +
+               shape_str(shape());
+    });
     return shape()[static_cast<std::size_t>(axis)];
 }
 
@@ -154,22 +158,24 @@ void for_each_offset(const Tensor& t, const std::function<void(std::int64_t, std
 }
 
 double Tensor::item() const {
-    check(numel() == 1, "item(): the tensor has " + std::to_string(numel()) +
-                            " elements; item() needs exactly one (reduce it first, e.g. with sum)");
+    check(numel() == 1, [&] {
+        return "item(): the tensor has " + std::to_string(numel()) +
+               " elements; item() needs exactly one (reduce it first, e.g. with sum)";
+    });
     if (!device().is_cpu()) return cpu().item();  // a copy to the host: the device syncs
     return load_as_double(raw_data(), dtype(), 0);
 }
 
 double Tensor::at(std::initializer_list<std::int64_t> index) const {
-    check(static_cast<std::int64_t>(index.size()) == dim(),
-          "at(): " + std::to_string(index.size()) + " indices for a " + std::to_string(dim()) +
-              "-d tensor");
+    check(static_cast<std::int64_t>(index.size()) == dim(), [&] {
+        return "at(): " + std::to_string(index.size()) + " indices for a " + std::to_string(dim()) + "-d tensor";
+    });
     if (!device().is_cpu()) return cpu().at(index);
     std::int64_t offset = 0;
     std::size_t d = 0;
     for (auto i : index) {
-        check(i >= 0 && i < shape()[d], "at(): index " + std::to_string(i) +
-                                            " out of range in dimension " + std::to_string(d));
+        check(i >= 0 && i < shape()[d],
+              [&] { return "at(): index " + std::to_string(i) + " out of range in dimension " + std::to_string(d); });
         offset += i * strides()[d++];
     }
     return load_as_double(raw_data(), dtype(), offset);
@@ -247,12 +253,13 @@ std::string Tensor::str() const {
 Tensor empty(const Shape& shape, DType dtype) { return empty_in(shape, dtype, default_cpu_allocator(), kCpu); }
 
 Tensor empty_in(const Shape& shape, DType dtype, Allocator& allocator, Device device) {
+    // Lazy messages: every tensor is made here, most of them small.
     for (auto extent : shape)
-        check(extent >= 0, "empty: negative extent in shape " + shape_str(shape));
+        check(extent >= 0, [&] { return "empty: negative extent in shape " + shape_str(shape); });
     auto impl = std::make_shared<TensorImpl>();
     const std::optional<std::size_t> nbytes = checked_mul(static_cast<std::size_t>(numel_of(shape)), size_of(dtype));
-    check(nbytes.has_value(), "empty: shape " + shape_str(shape) + " of " + name_of(dtype) +
-                                  " needs more than 2^64 bytes");
+    check(nbytes.has_value(),
+          [&] { return "empty: shape " + shape_str(shape) + " of " + name_of(dtype) + " needs more than 2^64 bytes"; });
     impl->storage = std::make_shared<Storage>(*nbytes, allocator, device);
     impl->shape = shape;
     impl->strides = contiguous_strides(shape);

@@ -170,6 +170,27 @@ class BadInput(unittest.TestCase):
         folder = mnist_folder(self.dir, "d", **{"train-labels-idx1-ubyte": idx([3], bytes([0, 1, 2]))})
         self.train(folder, "3 labels", "holds 4 images")
 
+    # Image folders (data export-images, data throughput) ------------------------------------
+
+    def test_export_images_into_a_folder_that_holds_files(self):
+        (self.dir / "full").mkdir()
+        (self.dir / "full" / "keep.txt").write_text("x")
+        self.fails(["data", "export-images", self.dir / "full", "--data", mnist_folder(self.dir, "ok")],
+                   "full", "exists and is not an empty folder", "give a new folder")
+        self.assertEqual([p.name for p in (self.dir / "full").iterdir()], ["keep.txt"], "nothing written")
+
+    def test_export_images_in_an_unknown_format(self):
+        self.fails(["data", "export-images", self.dir / "out", "--format", "gif"], "--format", "gif")
+        self.assertFalse((self.dir / "out").exists(), "nothing written")
+
+    def test_throughput_of_a_folder_that_is_not_there(self):
+        self.fails(["data", "throughput", self.dir / "nowhere"], "nowhere", "is not a folder", "export-images")
+
+    def test_throughput_of_a_folder_whose_first_image_is_broken(self):
+        (self.dir / "imgs" / "0").mkdir(parents=True)
+        (self.dir / "imgs" / "0" / "a.jpg").write_bytes(b"\xff\xd8\xff not really a jpeg")
+        self.fails(["data", "throughput", self.dir / "imgs"], "a.jpg", "first file sets the image size")
+
     # The claims report -------------------------------------------------------------------
 
     def test_unknown_claim(self):

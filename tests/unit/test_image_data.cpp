@@ -145,6 +145,84 @@ TEST(ImageFolder, RejectsFoldersWithoutImages) {
     fs::remove_all(root);
 }
 
+TEST(ImageCodec, AForgedHugeSizeIsRefusedBeforeAllocating) {
+    // A JPEG whose frame header (SOF0: FF C0, length, precision, height, width) claims
+    // 16128 x 16128 pixels (libjpeg itself stops at 65500 a side): the decoder must
+    // refuse before allocating 260 MB for it.
+    auto jpeg = encode_image(pattern(8, 8, 1), ImageFormat::Jpeg);
+    bool patched = false;
+    for (std::size_t i = 0; i + 8 < jpeg.size() && !patched; ++i)
+        if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {
+            for (std::size_t k : {i + 5, i + 7}) jpeg[k] = 0x3F, jpeg[k + 1] = 0x00;  // height, width: 0x3F00
+            patched = true;
+        }
+    ASSERT_TRUE(patched) << "no SOF0 marker in the encoded JPEG";
+    EXPECT_THAT(thrown_message([&] { decode_image(jpeg); }),
+                AllOf(HasSubstr("16128 x 16128"), HasSubstr("images up to"), HasSubstr("resize the image")));
+}
+
+TEST(ImageFolder, ABadFirstFileIsReportedWhenTheFolderIsOpened) {
+    const fs::path root = fresh_dir("bad_first");
+    write_file(root / "a" / "0_broken.png", {'n', 'o', 't', ' ', 'p', 'n', 'g'});
+    write_file(root / "a" / "1_good.png", encode_image(pattern(8, 6, 1), ImageFormat::Png));
+    EXPECT_THAT(thrown_message([&] { ImageFolder{root}; }),
+                AllOf(HasSubstr("0_broken.png"), HasSubstr("first file sets the image size"), HasSubstr("image_shape")));
+    // Given the size, the folder opens and the bad file is met (and skipped) at batch time.
+    const auto data = std::make_shared<ImageFolder>(root, ImageFolderOptions{.transform = nullptr, .skip_bad_files = true,
+                                                                             .image_shape = {1, 8, 6}});
+    EXPECT_EQ(data->get_batch({0, 1}).inputs.size(0), 1);
+    EXPECT_EQ(data->skipped(), 1u);
+    fs::remove_all(root);
+}
+
+TEST(ImageFolder, ABatchOfOnlyBadFilesIsAnErrorEvenWhenSkipping) {
+    const fs::path root = fresh_dir("all_bad");
+    write_file(root / "a" / "good.png", encode_image(pattern(8, 6, 1), ImageFormat::Png));
+    write_file(root / "b" / "x1.png", {'n', 'o', 'p', 'e'});
+    write_file(root / "b" / "x2.png", {'n', 'o', 'p', 'e'});
+    const auto data = std::make_shared<ImageFolder>(root, ImageFolderOptions{.transform = nullptr, .skip_bad_files = true,
+                                                                             .image_shape = {}});
+    EXPECT_THAT(thrown_message([&] { data->get_batch({1, 2}); }),
+                AllOf(HasSubstr("every one of the 2 samples"), HasSubstr("too many bad files")));
+    // Through the loader with workers, the batch number is in the message too.
+    const DataLoader loader(data, {.batch_size = 1, .num_workers = 2});
+    EXPECT_THAT(thrown_message([&] { for (const Batch& b : loader.epoch(0)) (void)b; }),
+                AllOf(HasSubstr("batch 1"), HasSubstr("too many bad files")));
+    fs::remove_all(root);
+}
+
+TEST(ImageFolder, ExportRefusesAFolderThatHoldsFiles) {
+    const fs::path root = fresh_dir("export_full");
+    write_file(root / "keep.txt", {'x'});
+    EXPECT_THAT(thrown_message([&] { export_image_folder(root / "no-mnist-here", root, ImageFormat::Png, 1); }),
+                AllOf(HasSubstr("exists and is not an empty folder"), HasSubstr("give a new folder")));
+    EXPECT_TRUE(fs::exists(root / "keep.txt")) << "nothing removed";
+    fs::remove_all(root);
+}
+
+/// A data set that makes whatever example it is told to (for the loader's own checks).
+class MadeUpExamples : public ExampleDataset {
+public:
+    MadeUpExamples(Shape made, std::int32_t target) : made_(std::move(made)), target_(target) {}
+    std::size_t size() const override { return 4; }
+    Shape example_shape() const override { return {1, 2, 2}; }
+    std::int64_t num_classes() const override { return 3; }
+    std::optional<Example> get_example(std::size_t, Rng&) const override { return Example{zeros(made_), target_}; }
+
+private:
+    Shape made_;
+    std::int32_t target_;
+};
+
+TEST(ImageFolder, AnExampleOfAnotherShapeOrClassNamesTheSample) {
+    EXPECT_THAT(thrown_message([] { MadeUpExamples({1, 3, 2}, 0).get_batch({2}); }),
+                AllOf(HasSubstr("sample 2"), HasSubstr("[1, 3, 2]"), HasSubstr("announced float32 [1, 2, 2]"),
+                      HasSubstr("add a Resize or CenterCrop")));
+    EXPECT_THAT(thrown_message([] { MadeUpExamples({1, 2, 2}, 3).get_batch({1}); }),
+                AllOf(HasSubstr("sample 1"), HasSubstr("target 3 is out of range")));
+    EXPECT_EQ(MadeUpExamples({1, 2, 2}, 2).get_batch({0, 3}).inputs.shape(), (Shape{2, 1, 2, 2}));
+}
+
 // ---- transforms -----------------------------------------------------------------------
 
 Tensor ramp(int c, int h, int w) {
@@ -225,6 +303,31 @@ TEST(Transforms, ColorJitterMatchesHandComputedValues) {
     const auto turned = color_jitter(x, half_turn).to_vector<float>();
     EXPECT_NEAR(turned[1], 0.1f, 1e-5);   // new red = old min
     EXPECT_NEAR(turned[3], 0.6f, 1e-5);   // new green = old max
+}
+
+TEST(Transforms, BadImagesAndSettingsGiveClearErrors) {
+    Rng rng(0);
+    const Tensor flat = zeros({4, 4});
+    EXPECT_THAT(thrown_message([&] { Resize(2, 2).apply(flat, rng); }),
+                AllOf(HasSubstr("Resize"), HasSubstr("float32 image [C, H, W]"), HasSubstr("apply ToTensor first")));
+    EXPECT_THAT(thrown_message([&] { RandomResizedCrop(2, 2).apply(zeros({1, 4, 4}, DType::Float64), rng); }),
+                HasSubstr("RandomResizedCrop: expects a float32 image"));
+    EXPECT_THAT(thrown_message([&] { Normalize({0.5f, 0.5f}, {1.0f, 1.0f}).apply(zeros({1, 4, 4}), rng); }),
+                AllOf(HasSubstr("2 channel(s)"), HasSubstr("[1, 4, 4]")));
+    EXPECT_THAT(thrown_message([&] { resized_crop(zeros({1, 4, 4}), {1, 1, 4, 2}, 2, 2); }),
+                AllOf(HasSubstr("must lie inside the [1, 4, 4] image")));
+    EXPECT_THAT(thrown_message([&] { resized_crop(zeros({1, 4, 4}), {0, 0, 2, 2}, 0, 2); }), HasSubstr("non-empty"));
+    EXPECT_THAT(thrown_message([&] { CenterCrop(3, 3).output_shape({4, 4}); }), HasSubstr("does not fit"));
+    EXPECT_THAT(thrown_message([&] { Resize(2, 2).output_shape({4, 4}); }),
+                AllOf(HasSubstr("Resize: expects an image [C, H, W], got [4, 4]")));
+    EXPECT_THAT(thrown_message([] { RandomResizedCrop(4, 4, 0.0f, 1.0f); }), HasSubstr("0 < scale_lo <= scale_hi <= 1"));
+    EXPECT_THAT(thrown_message([] { RandomResizedCrop(4, 4, 0.5f, 1.0f, 2.0f, 1.0f); }), HasSubstr("ratio_lo <= ratio_hi"));
+    EXPECT_THAT(thrown_message([] { RandomHorizontalFlip(1.5f); }), HasSubstr("[0, 1]"));
+    EXPECT_THAT(thrown_message([] { ColorJitter(0.1f, 0.1f, 0.1f, 0.6f); }), HasSubstr("hue must be in [0, 0.5]"));
+    EXPECT_THAT(thrown_message([] { ColorJitter(-0.1f, 0.0f, 0.0f, 0.0f); }), HasSubstr("non-negative"));
+    EXPECT_THAT(thrown_message([] { Normalize({0.5f}, {0.0f}); }), HasSubstr("stddev must be positive"));
+    EXPECT_THAT(thrown_message([] { Compose({nullptr}); }), HasSubstr("a step is null"));
+    EXPECT_THAT(thrown_message([] { to_tensor(Image{2, 2, 1, {1, 2, 3}}); }), HasSubstr("pixel count"));
 }
 
 TEST(Transforms, ComposeAndNormalizeInAFolderPipeline) {

@@ -111,8 +111,8 @@ void Prefetcher::work(const std::shared_ptr<State>& state) {
 Batch Prefetcher::next() {
     State& s = *state_;
     std::unique_lock lock(s.mutex);
-    check(s.next_to_deliver < s.num_batches, "Prefetcher: all " + std::to_string(s.num_batches) +
-                                                 " batches of the epoch were handed out already");
+    check(s.next_to_deliver < s.num_batches,
+          [&] { return "Prefetcher: all " + std::to_string(s.num_batches) + " batches of the epoch were handed out already"; });
     // LAB 06 BEGIN: hand out the next batch in order
     // Wait on s.batch_ready until batch b = s.next_to_deliver is in s.ready (or no worker
     // is running any more). With a nonzero s.options.timeout wait at most that long and
