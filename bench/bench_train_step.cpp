@@ -41,6 +41,7 @@ void BM_SimpleNetTrainStep(benchmark::State& state, const std::string& kernel) {
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, eigen, std::string("eigen"))->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, threaded, std::string("threaded"))->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, small, std::string("small"))->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, medium, std::string("medium"))->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, naive, std::string("naive"))->Arg(64)->Unit(benchmark::kMicrosecond);
 // The CUDA SGEMM family on a GPU (skipped without one); the operands cross PCIe every GEMM.
 BENCHMARK_CAPTURE(BM_SimpleNetTrainStep, cuda, std::string("cuda"))->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);

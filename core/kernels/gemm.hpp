@@ -70,7 +70,7 @@ std::vector<GemmKernel> gemm_kernels();
 std::string why_unavailable(const GemmKernel& kernel);
 /// Makes @p name the kernel matmul uses; throws, with the reason, if it cannot run here.
 void set_default_gemm(const std::string& name);
-/// The kernel matmul uses now ("small", the fastest of ours at every shape, unless changed).
+/// The kernel matmul uses now ("medium", the fastest of ours at every shape, unless changed).
 const GemmKernel& default_gemm();
 
 /// Runs @p args through the default kernel (float32).

@@ -23,12 +23,14 @@ Registry& registry() {
     static Registry r;
     static std::once_flag once;
     std::call_once(once, [] {
-        append_family(r.kernels, cpu_sgemm_versions());  // 1 naive ... 5 threaded, 6 small
+        append_family(r.kernels, cpu_sgemm_versions());  // 1 naive ... 5 threaded, 6 small, 7 medium
         append_family(r.kernels, cpu_gemm_peers());      // Eigen, and OpenBLAS, oneDNN if found
         // The CUDA SGEMM family, chosen by name only: "cuda" needs a GPU, and "cuda_cpu"
         // runs the same kernel on the CPU runtime, correct but slow.
         append_family(r.kernels, cuda_gemm_kernels());
-        r.default_name = "small";  // our fastest CPU version at every shape (5 for large, its own path for small)
+        // Our fastest CPU version at every shape: 6 for small problems, its own stripes for
+        // medium ones, 5 for large.
+        r.default_name = "medium";
     });
     return r;
 }

@@ -43,7 +43,7 @@ TEST(GemmDispatch, EveryMicroKernelThisCpuRunsMatchesNaive) {
     for (const auto isa : kernels::packed::supported_isas()) {
         kernels::packed::force_isa(isa);
         EXPECT_EQ(kernels::packed::active_isa(), isa);
-        for (const char* name : {"packed_simd", "threaded", "small"})
+        for (const char* name : {"packed_simd", "threaded", "small", "medium"})
             expect_matches_naive(kernels::find_gemm(name), std::string(name) + "/" + kernels::packed::to_string(isa));
     }
     kernels::packed::force_isa(std::nullopt);
@@ -126,6 +126,51 @@ TEST(GemmSmall, MatchesNaiveOnSkinnyShapesWithEveryTranspose) {
                 }
 }
 
+// Version 7 runs version 6's tiles on column stripes between 2^20 and 2^24 multiply-adds:
+// check it on SimpleNet's first-layer shapes and on odd ones in that range (stripe
+// boundaries inside a tile, N not a multiple of 16, M not a multiple of 8), with all
+// four transposes, padded rows, and 1, 2 and 3 threads.
+TEST(GemmMedium, MatchesNaiveOnOddShapesWithEveryTransposeAndThreadCount) {
+    const kernels::GemmKernel& medium = kernels::find_gemm("medium");
+    const kernels::GemmKernel& naive = kernels::find_gemm("naive");
+    const std::int64_t shapes[][3] = {{64, 128, 784}, {128, 784, 64}, {61, 333, 97}, {257, 41, 150}, {9, 1001, 129}};
+    const int before = get_num_threads();
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        for (const auto& [M, N, K] : shapes)
+            for (bool ta : {false, true})
+                for (bool tb : {false, true})
+                    for (std::int64_t pad : {0, 3}) {
+                        const GemmProblem p{M, N, K, ta, tb, pad};
+                        const auto A = random_floats(p.a_elements(), 7);
+                        const auto B = random_floats(p.b_elements(), 8);
+                        std::string error;
+                        const auto got = run_gemm(medium, p, A, B, &error);
+                        EXPECT_EQ(error, "");
+                        const auto want = run_gemm(naive, p, A, B);
+                        for (std::size_t i = 0; i < got.size(); ++i)
+                            ASSERT_NEAR(got[i], want[i], 1e-4 * std::sqrt(static_cast<double>(K)) + 1e-6)
+                                << p.str() << ", " << threads << " threads, element " << i;
+                    }
+    }
+    set_num_threads(before);
+}
+
+TEST(GemmMedium, SameBitsForAnyThreadCount) {
+    // Each element of C is one tile's sum over k, in order, whichever stripe holds it.
+    const GemmProblem p{64, 784, 128, true, false};
+    const auto A = random_floats(static_cast<std::size_t>(p.M * p.K), 9);
+    const auto B = random_floats(static_cast<std::size_t>(p.K * p.N), 10);
+    const int before = get_num_threads();
+    set_num_threads(1);
+    const auto one = run_gemm(kernels::find_gemm("medium"), p, A, B);
+    for (int n : {2, 3, 8}) {
+        set_num_threads(n);
+        EXPECT_EQ(run_gemm(kernels::find_gemm("medium"), p, A, B), one) << n << " threads";
+    }
+    set_num_threads(before);
+}
+
 std::vector<std::string> kernel_names() {
     std::vector<std::string> names;
     for (const auto& k : kernels::gemm_kernels()) names.push_back(k.name);
@@ -142,7 +187,7 @@ TEST(GemmRegistry, DefaultCanBeChangedAndUnknownNamesAreListed) {
     const Tensor c = matmul(from_vector<float>({1, 2}, {1, 2}), from_vector<float>({3, 4}, {2, 1}));
     EXPECT_FLOAT_EQ(c.item(), 11);
     kernels::set_default_gemm(before);
-    EXPECT_EQ(before, "small") << "the fastest of our kernels at every shape is the default";
+    EXPECT_EQ(before, "medium") << "the fastest of our kernels at every shape is the default";
     EXPECT_THAT([] { kernels::find_gemm("nope"); },
                 ::testing::ThrowsMessage<Error>(::testing::HasSubstr("known kernels: naive")));
 }

@@ -97,14 +97,14 @@ const std::array<std::array<TileFn, kMaxRows>, kMaxVectors> kTiles = {
     tiles_of_width<3>(std::make_index_sequence<kMaxRows>{})};
 
 void gemm_small_avx512(const GemmArgs<float>& g) {
-    // Rows of op(B) must be contiguous: copy a transposed B into K x N rows.
+    // Rows of op(B) must be contiguous: copy a transposed B into K x N rows (16 x 16
+    // blocks transposed in registers, as packing does).
     thread_local std::vector<float> b_rows;
     const float* b = g.B;
     std::int64_t ldb = g.ldb;
     if (g.trans_b) {
         b_rows.resize(static_cast<std::size_t>(g.K * g.N));
-        for (std::int64_t k = 0; k < g.K; ++k)
-            for (std::int64_t j = 0; j < g.N; ++j) b_rows[static_cast<std::size_t>(k * g.N + j)] = g.B[j * g.ldb + k];
+        packed::transpose_into_sliver(g.B, g.ldb, g.N, g.K, static_cast<int>(g.N), b_rows.data());
         b = b_rows.data();
         ldb = g.N;
     }
@@ -123,14 +123,23 @@ void gemm_small_avx512(const GemmArgs<float>& g) {
 }
 
 void gemm_small(const GemmArgs<float>& g) {
-    const double work = static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
     static const SgemmFn threaded = gemm_threaded_kernel().sgemm;
-    if (work > kSmallWork || g.K == 0) return threaded(g);  // version 5 (which zeroes C for K = 0)
+    if (gemm_work(g) > kSmallWork || g.K == 0) return threaded(g);  // version 5 (which zeroes C for K = 0)
+    small::gemm_unpacked(g);
+}
+
+}  // namespace
+
+namespace small {
+
+void gemm_unpacked(const GemmArgs<float>& g) {
+    if (g.M == 0 || g.N == 0) return;
+    if (g.K == 0) return packed::gemm_packed_block(g, 0, g.M, 0, g.N);  // an empty sum: zeroes C
     if (packed::active_isa() == packed::Isa::Avx512) return gemm_small_avx512(g);
     packed::gemm_packed_block(g, 0, g.M, 0, g.N);  // no AVX-512: version 4, on this thread
 }
 
-}  // namespace
+}  // namespace small
 
 GemmKernel gemm_small_kernel() {
     return {"small", "shape decides: small/skinny GEMMs unpacked on one thread (masked register tiles), others as 5",

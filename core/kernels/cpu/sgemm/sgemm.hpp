@@ -25,10 +25,17 @@
 ///             one stripe per thread. Slow on small and skinny shapes (SimpleNet's output
 ///             layer, N = 10): packing, the 12 x 32 tile's wasted columns and a thread
 ///             hand-off cost more than the few microseconds of arithmetic.
-///   version 6 (6_small.cpp, "small", what matmul uses): the shape decides. Below about a
+///   version 6 (6_small.cpp, "small"): the shape decides. Below about a
 ///             million multiply-adds, no packing and no threads: register tiles of up to
 ///             8 x 48 read the operands where they lie, masked at the right edge; larger
 ///             problems go to version 5.
+///   version 7 (7_medium.cpp, "medium", what matmul uses): version 6's unpacked tiles on
+///             threads, for problems of a few million multiply-adds (SimpleNet's first
+///             layer: 64 x 128 x 784 forward, 128 x 784 x 64 weight gradient). C is cut
+///             into column stripes, one per thread, as many threads as the shape repays;
+///             each thread reads its columns of B in place (or transposes only those), so
+///             nothing is packed. Smaller problems stay on the calling thread (6), larger
+///             ones go to version 5.
 ///
 /// Established libraries (Eigen, OpenBLAS, oneDNN) sit beside the family as peers, in
 /// kernels/cpu/peers/; the 16-bit kernels are paths per instruction set, in
@@ -53,12 +60,25 @@ GemmKernel gemm_blocked_kernel();      // 3_blocked.cpp
 GemmKernel gemm_packed_simd_kernel();  // 4c_packed_simd.cpp
 GemmKernel gemm_threaded_kernel();     // 5_threaded.cpp
 GemmKernel gemm_small_kernel();        // 6_small.cpp
+GemmKernel gemm_medium_kernel();       // 7_medium.cpp
+
+namespace small {
+// Version 6's path on the calling thread, whatever the size: masked register tiles that
+// read op(A) in place and rows of op(B) (a transposed B copied first); version 4 on one
+// thread without AVX-512. Version 7 runs it on stripes of C.
+void gemm_unpacked(const GemmArgs<float>& g);
+}  // namespace small
+
+// Multiply-adds of a problem, M N K, as a double (no overflow for any shape).
+inline double gemm_work(const GemmArgs<float>& g) {
+    return static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
+}
 /// @endcond
 
 /// The versions of the family, in order: what the GEMM registry lists first.
 inline std::vector<GemmKernel> cpu_sgemm_versions() {
     return {gemm_naive_kernel(), gemm_reordered_kernel(), gemm_blocked_kernel(), gemm_packed_simd_kernel(),
-            gemm_threaded_kernel(), gemm_small_kernel()};
+            gemm_threaded_kernel(), gemm_small_kernel(), gemm_medium_kernel()};
 }
 
 }  // namespace gl::kernels
