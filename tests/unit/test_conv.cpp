@@ -37,6 +37,7 @@ std::vector<kc::ConvGeometry> shape_grid() {
         geom(2, 3, 8, 7, 4, 5, 3, 1, 2, 1, 1),    // 5x3 filter
         geom(1, 4, 7, 7, 8, 1, 1, 1, 0, 1, 1),    // 1x1
         geom(2, 5, 13, 13, 7, 3, 3, 3, 0, 1, 1),  // stride 3
+        geom(1, 2, 6, 5, 3, 3, 3, 1, 3, 1, 1),    // padding past the filter's reach (3 > 2)
         geom(1, 8, 14, 14, 4, 3, 3, 1, 1, 1, 4),  // groups 4
     };
     grid.back().stride_w = 1;
@@ -157,6 +158,19 @@ TEST(Conv, WinogradCountsTwoAndAQuarterAndFourTimesFewerMultiplies) {
         // FFT: a 32x32 transform per (image, k, c): 4 real multiplies per point.
         EXPECT_EQ(counted(kc::ConvAlgo::Fft, g, pass), 4 * 32 * 32 * g.batch * g.out_channels * g.in_channels);
     }
+}
+
+TEST(Conv, ImplicitGemmCountsTheDroppedGridColumnsAndNeedsStrideOne) {
+    // 16x16 outputs on an 18-wide padded grid (no padding: the grid is the image): each
+    // output row computes 18 positions and keeps 16; 16 rows of 18 are 6 whole tiles of
+    // 48, and 16 filters two whole tiles of 8 (forward) or four of 4 (weight gradient),
+    // 72 taps twelve of 6.
+    const kc::ConvGeometry g = geom(2, 8, 18, 18, 16, 3, 3, 1, 0, 1, 1);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::Forward) * 16, g.direct_multiplies() * 18);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::BackwardWeight) * 16, g.direct_multiplies() * 18);
+    EXPECT_NE(kc::why_unsupported(kc::ConvAlgo::ImplicitGemm, geom(1, 1, 8, 8, 1, 3, 3, 2, 1, 1, 1)).find("stride 1"),
+              std::string::npos);
+    EXPECT_EQ(kc::why_unsupported(kc::ConvAlgo::ImplicitGemm, geom(1, 1, 8, 8, 1, 3, 3, 1, 1, 2, 1)), "");  // dilation is a shift too
 }
 
 TEST(Conv, DirectSkipsThePaddingTaps) {

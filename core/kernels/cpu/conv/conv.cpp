@@ -66,6 +66,7 @@ const std::vector<ConvAlgorithm>& conv_algorithms() {
         {ConvAlgo::WinogradF4, "winograd_f4", "F(4x4,3x3): 36 multiplies per 4x4 output tile instead of 144"},
         {ConvAlgo::Fft, "fft", "pointwise products of radix-2 FFTs"},
         {ConvAlgo::FftFftw, "fft_fftw", "the same products, FFTW's transforms (peer library)"},
+        {ConvAlgo::ImplicitGemm, "implicit_gemm", "im2col's GEMM reading shifted runs of the padded image in place"},
     };
     return table;
 }
@@ -87,6 +88,8 @@ std::string why_unsupported(ConvAlgo algo, const ConvGeometry& g) {
         return "Winograd F(m,3) needs a 3x3 filter";
     if (winograd && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
         return "Winograd needs stride 1 and dilation 1";
+    if (algo == ConvAlgo::ImplicitGemm && (g.stride_h != 1 || g.stride_w != 1))
+        return "implicit_gemm reads each tap's row as a shifted run of the image: it needs stride 1";
     if (algo == ConvAlgo::FftFftw && !fft::fftw_available())
         return "this build has no FFTW (apt-get install libfftw3-dev, then meson setup --reconfigure build)";
     return "";
@@ -111,6 +114,7 @@ void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y)
         case ConvAlgo::WinogradF4: return winograd::forward(4, g, x, w, y);
         case ConvAlgo::Fft: return fft::forward(fft::FftBackend::Ours, g, x, w, y);
         case ConvAlgo::FftFftw: return fft::forward(fft::FftBackend::Fftw, g, x, w, y);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::forward(g, x, w, y);
     }
 }
 
@@ -124,6 +128,7 @@ void backward_data(ConvAlgo algo, const ConvGeometry& g, const T* dy, const T* w
         case ConvAlgo::WinogradF4: return winograd::backward_data(4, g, dy, w, dx);
         case ConvAlgo::Fft: return fft::backward_data(fft::FftBackend::Ours, g, dy, w, dx);
         case ConvAlgo::FftFftw: return fft::backward_data(fft::FftBackend::Fftw, g, dy, w, dx);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::backward_data(g, dy, w, dx);
     }
 }
 
@@ -137,6 +142,7 @@ void backward_weight(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* 
         case ConvAlgo::WinogradF4: return winograd::backward_weight(4, g, x, dy, dw);
         case ConvAlgo::Fft: return fft::backward_weight(fft::FftBackend::Ours, g, x, dy, dw);
         case ConvAlgo::FftFftw: return fft::backward_weight(fft::FftBackend::Fftw, g, x, dy, dw);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::backward_weight(g, x, dy, dw);
     }
 }
 

@@ -1,0 +1,337 @@
+// 5. Implicit GEMM on a padded grid (stride 1). im2col's col matrix has one row per filter
+// tap (c, r, s), and with stride 1 that row is just the image shifted by (r, s). So copy
+// the image once into a zero-padded buffer xp of Hp x Wp per channel, and compute the
+// output on the same Wp-wide grid (output (p, q) at grid position j = p Wp + q): tap
+// (c, r, s)'s row of col is then the contiguous run
+//
+//   xp + c Hp Wp + r dilation Wp + s dilation + j,
+//
+// and the GEMM  Y [K/groups, P Wp] = W [K/groups, (C/groups) R S] x (shifted rows)  reads
+// its right operand in place: no col matrix to write, no packing of it for the GEMM. The
+// price is the Wp - Q grid columns right of each output row, computed and dropped
+// (2 of 30 at 28x28 with padding 1).
+//
+// The register tile is 8 filters x NR grid positions (NR = 16, 32 or 48, chosen per shape
+// to waste the fewest positions): 8 NR/16 vector accumulators stay in registers for the
+// whole sum over taps, each tap costing one load of NR values of xp and 8 broadcasts of
+// packed filter values. On AVX-512 the tile is written with intrinsics; elsewhere (and in
+// float64, for gradcheck) the same loops in plain C++.
+//
+// The backward passes:
+//  - the data gradient of a stride-1 convolution is a stride-1 convolution of dy, padded
+//    by (R - 1) dilation - pad (negative: cropped), with the filters flipped and their
+//    channels and filters swapped, so it runs the forward loop;
+//  - the weight gradient dW [k, tap] = sum over j of dy_grid [k, j] xp [tap's offset + j]
+//    is a dot product of two contiguous runs per (filter, tap): a tile of 4 filters x 6
+//    taps of dot products, vectorised along j.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/conv/conv.hpp"
+#include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+// GCC 12's AVX-512 intrinsics initialise their "undefined" pass-through operand from
+// itself, which -W(maybe-)uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#define GL_X86 1
+#else
+#define GL_X86 0
+#endif
+
+namespace gl::kernels::conv::implicit_gemm {
+namespace {
+
+constexpr int kFilters = 8;      // filters per forward register tile
+constexpr int kDotFilters = 4;   // filters per weight-gradient tile
+constexpr int kDotTaps = 6;      // taps per weight-gradient tile
+constexpr int kVector = 16;      // floats per AVX-512 register: grid positions per step
+constexpr std::int64_t kSlack = 64;  // zeros after the padded image: a tile reads up to 47 positions past the outputs
+
+std::int64_t round_up(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
+
+// One stride-1 convolution on a padded grid: `channels` input planes of hp x wp (zero
+// padding included) to `filters` output planes of P x Q.
+struct Grid {
+    std::int64_t channels = 0, hp = 0, wp = 0, filters = 0;
+    std::int64_t R = 0, S = 0, dh = 1, dw = 1;  // filter size and dilation
+    std::int64_t P = 0, Q = 0;
+    std::int64_t plane() const { return hp * wp; }
+    std::int64_t taps() const { return channels * R * S; }
+    std::int64_t positions() const { return P * wp; }  // grid positions of the P output rows
+    // The last tap's run ends (S - 1) dilation past the planes, plus the last tile's overhang.
+    std::int64_t padded_size() const { return channels * plane() + (S - 1) * dw + kSlack; }
+    // Where tap (c, r, s)'s run starts in xp: the GEMM's right operand, row by row.
+    std::vector<std::int64_t> tap_offsets(std::int64_t round_to = 1) const {
+        std::vector<std::int64_t> off(static_cast<std::size_t>(round_up(taps(), round_to)), 0);
+        for (std::int64_t c = 0; c < channels; ++c)
+            for (std::int64_t r = 0; r < R; ++r)
+                for (std::int64_t s = 0; s < S; ++s) off[static_cast<std::size_t>((c * R + r) * S + s)] = c * plane() + r * dh * wp + s * dw;
+        return off;
+    }
+};
+
+// Copies `channels` planes of h x w from src into dst's hp x wp planes with src(0, 0) at
+// dst(top, left) (negative: the first rows or columns are cropped); zeros elsewhere.
+template <class T>
+void copy_padded(const T* src, std::int64_t channels, std::int64_t h, std::int64_t w, const Grid& gr, std::int64_t top,
+                 std::int64_t left, T* dst) {
+    std::fill(dst, dst + gr.padded_size(), T(0));
+    const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(h, gr.hp - top);
+    const std::int64_t j0 = std::max<std::int64_t>(0, -left), j1 = std::min(w, gr.wp - left);
+    if (j1 <= j0) return;
+    for (std::int64_t c = 0; c < channels; ++c)
+        for (std::int64_t i = i0; i < i1; ++i)
+            std::copy(src + (c * h + i) * w + j0, src + (c * h + i) * w + j1, dst + c * gr.plane() + (i + top) * gr.wp + j0 + left);
+}
+
+// The filters packed for the forward tile: panel f0 / 8 holds, for each tap t, the 8
+// values weight(f0 + i, t) (zeros past the last filter).
+template <class T, class Weight>
+std::vector<T> pack_filters(std::int64_t filters, std::int64_t taps, Weight&& weight) {
+    std::vector<T> packed(static_cast<std::size_t>(round_up(filters, kFilters) * taps), T(0));
+    for (std::int64_t f = 0; f < filters; ++f)
+        for (std::int64_t t = 0; t < taps; ++t)
+            packed[static_cast<std::size_t>(((f / kFilters) * taps + t) * kFilters + f % kFilters)] = weight(f, t);
+    return packed;
+}
+
+// ---- the forward tile: out[8 x NR] = A panel [taps x 8]^T x shifted runs of xp ----------
+
+template <class T, int NR>
+void tile_portable(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+    T acc[kFilters][NR] = {};
+    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
+        const T* b = x + off[t];
+        for (int i = 0; i < kFilters; ++i)
+            for (int j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+    }
+    for (int i = 0; i < kFilters; ++i) std::copy(acc[i], acc[i] + NR, out + i * ldo);
+}
+
+#if GL_X86
+template <int NV>
+__attribute__((target("avx512f"))) void tile_avx512(std::int64_t taps, const float* a, const std::int64_t* off,
+                                                     const float* x, float* out, std::int64_t ldo) {
+    __m512 acc[kFilters][NV];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm512_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
+        const float* b = x + off[t];
+        __m512 bv[NV];
+        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * kVector);
+        for (int i = 0; i < kFilters; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < kFilters; ++i)
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + i * ldo + v * kVector, acc[i][v]);
+}
+#endif
+
+bool use_avx512() {
+    static const bool avx512 = GL_X86 && sys::cpu_info().features.avx512f;
+    return avx512;
+}
+
+template <class T, int NV>
+void tile(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+#if GL_X86
+    if constexpr (std::is_same_v<T, float>)
+        if (use_avx512()) return tile_avx512<NV>(taps, a, off, x, out, ldo);
+#endif
+    tile_portable<T, NV * kVector>(taps, a, off, x, out, ldo);
+}
+
+// Vectors per tile (1, 2 or 3 of 16 positions): the one that computes the fewest wasted
+// positions past the last row, the widest of equals.
+int vectors_per_tile(std::int64_t positions) {
+    int best = 3;
+    for (int nv = 2; nv >= 1; --nv)
+        if (round_up(positions, nv * kVector) < round_up(positions, best * kVector)) best = nv;
+    return best;
+}
+
+// Per-thread scratch, reused from call to call.
+template <class T>
+struct Scratch {
+    std::vector<T> padded, out, grid_dy, dw;
+    static Scratch& get() {
+        thread_local Scratch s;
+        return s;
+    }
+};
+
+// y [filters, P, Q] = the convolution of the padded planes xp with the packed filters.
+template <class T>
+void convolve_grid(const Grid& gr, const T* xp, const T* packed, const std::int64_t* off, T* y, std::vector<T>& out) {
+    const int nv = vectors_per_tile(gr.positions());
+    const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width), taps = gr.taps();
+    out.resize(static_cast<std::size_t>(kFilters * ldo));
+    for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
+        const T* panel = packed + f0 * taps;
+        for (std::int64_t j = 0; j < ldo; j += width) {
+            if (nv == 3) tile<T, 3>(taps, panel, off, xp + j, out.data() + j, ldo);
+            if (nv == 2) tile<T, 2>(taps, panel, off, xp + j, out.data() + j, ldo);
+            if (nv == 1) tile<T, 1>(taps, panel, off, xp + j, out.data() + j, ldo);
+        }
+        for (std::int64_t i = 0; i < std::min<std::int64_t>(kFilters, gr.filters - f0); ++i)  // drop the grid's extra columns
+            for (std::int64_t p = 0; p < gr.P; ++p)
+                std::copy_n(out.data() + i * ldo + p * gr.wp, gr.Q, y + ((f0 + i) * gr.P + p) * gr.Q);
+    }
+    count_multiplies(round_up(gr.filters, kFilters) * ldo * taps);
+}
+
+// ---- the weight gradient's tile: 4 x 6 dot products of runs of dy_grid and xp ----------
+
+template <class T>
+void dot_tile_portable(std::int64_t length, const T* dy, std::int64_t ld, const T* x, const std::int64_t* off, T* out) {
+    T acc[kDotFilters][kDotTaps] = {};
+    for (int i = 0; i < kDotFilters; ++i)
+        for (int t = 0; t < kDotTaps; ++t)
+            for (std::int64_t j = 0; j < length; ++j) acc[i][t] += dy[i * ld + j] * x[off[t] + j];
+    for (int i = 0; i < kDotFilters; ++i)
+        for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = acc[i][t];
+}
+
+#if GL_X86
+__attribute__((target("avx512f"))) void dot_tile_avx512(std::int64_t length, const float* dy, std::int64_t ld, const float* x,
+                                                         const std::int64_t* off, float* out) {
+    __m512 acc[kDotFilters][kDotTaps];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm512_setzero_ps();
+    for (std::int64_t j = 0; j < length; j += kVector) {  // length is a multiple of 16
+        __m512 d[kDotFilters];
+        for (int i = 0; i < kDotFilters; ++i) d[i] = _mm512_loadu_ps(dy + i * ld + j);
+        for (int t = 0; t < kDotTaps; ++t) {
+            const __m512 xv = _mm512_loadu_ps(x + off[t] + j);
+            for (int i = 0; i < kDotFilters; ++i) acc[i][t] = _mm512_fmadd_ps(d[i], xv, acc[i][t]);
+        }
+    }
+    for (int i = 0; i < kDotFilters; ++i)
+        for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = _mm512_reduce_add_ps(acc[i][t]);
+}
+#endif
+
+template <class T>
+void dot_tile(std::int64_t length, const T* dy, std::int64_t ld, const T* x, const std::int64_t* off, T* out) {
+#if GL_X86
+    if constexpr (std::is_same_v<T, float>)
+        if (use_avx512()) return dot_tile_avx512(length, dy, ld, x, off, out);
+#endif
+    dot_tile_portable(length, dy, ld, x, off, out);
+}
+
+// The forward grid of g: the input padded by pad on every side.
+Grid forward_grid(const ConvGeometry& g) {
+    return {g.group_in(), g.in_h + 2 * g.pad_h, g.in_w + 2 * g.pad_w, g.group_out(), g.kernel_h, g.kernel_w,
+            g.dilation_h, g.dilation_w, g.out_h(), g.out_w()};
+}
+
+// The offset of image n's block of the group's channels in a [N, channels, h, w] tensor.
+std::int64_t block(std::int64_t n, std::int64_t group, std::int64_t channels, std::int64_t per_group, std::int64_t plane) {
+    return (n * channels + group * per_group) * plane;
+}
+
+}  // namespace
+
+template <class T>
+void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
+    const Grid gr = forward_grid(g);
+    const std::int64_t Kg = g.group_out(), taps = gr.taps(), H = g.in_h, W = g.in_w;
+    const std::vector<std::int64_t> off = gr.tap_offsets();
+    std::vector<std::vector<T>> packed;  // per group
+    for (std::int64_t group = 0; group < g.groups; ++group)
+        packed.push_back(pack_filters<T>(Kg, taps, [&](std::int64_t k, std::int64_t t) { return w[(group * Kg + k) * taps + t]; }));
+    // One task per (image, group): each pads its input planes and writes its own output planes.
+    parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        for (std::int64_t ng = begin; ng < end; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(x + block(n, group, g.in_channels, gr.channels, H * W), gr.channels, H, W, gr, g.pad_h, g.pad_w, s.padded.data());
+            convolve_grid(gr, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+                          y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out);
+        }
+    });
+}
+
+template <class T>
+void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
+    const std::int64_t Cg = g.group_in(), Kg = g.group_out(), R = g.kernel_h, S = g.kernel_w, P = g.out_h(), Q = g.out_w();
+    // dy padded by the filter's reach less the forward padding; the output is dx's H x W.
+    const std::int64_t top = (R - 1) * g.dilation_h - g.pad_h, left = (S - 1) * g.dilation_w - g.pad_w;
+    const Grid gr{Kg, g.in_h + (R - 1) * g.dilation_h, g.in_w + (S - 1) * g.dilation_w, Cg, R, S, g.dilation_h, g.dilation_w, g.in_h, g.in_w};
+    const std::vector<std::int64_t> off = gr.tap_offsets();
+    std::vector<std::vector<T>> packed;
+    for (std::int64_t group = 0; group < g.groups; ++group)  // filter c's tap (k, r, s) is w[k, c, R-1-r, S-1-s]
+        packed.push_back(pack_filters<T>(Cg, gr.taps(), [&](std::int64_t c, std::int64_t t) {
+            const std::int64_t k = t / (R * S), r = t / S % R, s = t % S;
+            return w[(((group * Kg + k) * Cg + c) * R + (R - 1 - r)) * S + (S - 1 - s)];
+        }));
+    parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        for (std::int64_t ng = begin; ng < end; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
+            convolve_grid(gr, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+                          dx + block(n, group, g.in_channels, Cg, g.in_h * g.in_w), s.out);
+        }
+    });
+}
+
+template <class T>
+void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
+    const Grid gr = forward_grid(g);
+    const std::int64_t Kg = g.group_out(), taps = gr.taps(), P = gr.P, Q = gr.Q;
+    const std::int64_t length = round_up(gr.positions(), kVector);  // dy_grid's rows, zeros past the outputs
+    const std::int64_t filters = round_up(Kg, kDotFilters), tap_tiles = round_up(taps, kDotTaps);
+    const std::vector<std::int64_t> off = gr.tap_offsets(kDotTaps);  // the extra taps read xp[j] and are dropped
+    const int threads = get_num_threads();
+    // Every image adds to all of dw: each thread sums its images into its own copy.
+    std::vector<std::vector<T>> sums(static_cast<std::size_t>(threads), std::vector<T>(static_cast<std::size_t>(g.weight_size()), T(0)));
+    parallel_run(threads, [&](int thread) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        s.grid_dy.assign(static_cast<std::size_t>(filters * length), T(0));
+        T* sum = sums[static_cast<std::size_t>(thread)].data();
+        const std::int64_t items = g.batch * g.groups;
+        for (std::int64_t ng = items * thread / threads; ng < items * (thread + 1) / threads; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w, gr,
+                        g.pad_h, g.pad_w, s.padded.data());
+            const T* dy_block = dy + block(n, group, g.out_channels, Kg, P * Q);
+            for (std::int64_t k = 0; k < Kg; ++k)  // dy on the grid: row p at p Wp, zeros between rows
+                for (std::int64_t p = 0; p < P; ++p) std::copy_n(dy_block + (k * P + p) * Q, Q, s.grid_dy.data() + k * length + p * gr.wp);
+            T tile[kDotFilters * kDotTaps];
+            for (std::int64_t k0 = 0; k0 < filters; k0 += kDotFilters)
+                for (std::int64_t t0 = 0; t0 < tap_tiles; t0 += kDotTaps) {
+                    dot_tile(length, s.grid_dy.data() + k0 * length, length, s.padded.data(), off.data() + t0, tile);
+                    for (std::int64_t i = 0; i < std::min<std::int64_t>(kDotFilters, Kg - k0); ++i)
+                        for (std::int64_t t = 0; t < std::min<std::int64_t>(kDotTaps, taps - t0); ++t)
+                            sum[(group * Kg + k0 + i) * taps + t0 + t] += tile[i * kDotTaps + t];
+                }
+            count_multiplies(filters * tap_tiles * length);
+        }
+    });
+    std::fill(dw, dw + g.weight_size(), T(0));
+    for (const auto& sum : sums)
+        for (std::int64_t i = 0; i < g.weight_size(); ++i) dw[i] += sum[static_cast<std::size_t>(i)];
+}
+
+#define GL_CONV_IMPLICIT_INSTANTIATE(T)                                                \
+    template void forward<T>(const ConvGeometry&, const T*, const T*, T*);            \
+    template void backward_data<T>(const ConvGeometry&, const T*, const T*, T*);      \
+    template void backward_weight<T>(const ConvGeometry&, const T*, const T*, T*);
+GL_CONV_IMPLICIT_INSTANTIATE(float)
+GL_CONV_IMPLICIT_INSTANTIATE(double)
+#undef GL_CONV_IMPLICIT_INSTANTIATE
+
+}  // namespace gl::kernels::conv::implicit_gemm
