@@ -243,6 +243,34 @@ TEST(Pooling, MaxAndAverageForwardAndGradcheck) {
     EXPECT_EQ(flatten(zeros({2, 3, 4, 5})).shape(), (Shape{2, 60}));
 }
 
+TEST(Pooling, TwoByTwoWindowsMatchTheDefinitionTiesIncluded) {
+    // Values 0..3 (hashed) on 7x17 planes (8 outputs a row: the 2x2 loop's, not the general one's):
+    // most windows hold ties, and the gradient must reach the first of the equal maxima
+    // (row by row), as the general loop does; the odd last row and column belong to no window.
+    const std::int64_t H = 7, W = 17, P = 3, Q = 8;
+    const Shape shape{2, 3, H, W};
+    std::vector<double> values;
+    for (std::uint64_t i = 0; i < 2 * 3 * H * W; ++i) values.push_back(static_cast<double>((i * 0x9E3779B97F4A7C15ull >> 60) % 4));
+    const Tensor x = from_vector<double>(values, shape).set_requires_grad();
+    const Tensor y = max_pool2d(x, 2, 2, 0);
+    sum(y).backward();
+    std::vector<double> expected_y, expected_grad(values.size(), 0.0);
+    for (std::int64_t plane = 0; plane < 6; ++plane)
+        for (std::int64_t p = 0; p < P; ++p)
+            for (std::int64_t q = 0; q < Q; ++q) {
+                std::int64_t best = plane * H * W + 2 * p * W + 2 * q;
+                for (std::int64_t i = 0; i < 2; ++i)
+                    for (std::int64_t j = 0; j < 2; ++j) {
+                        const std::int64_t at = plane * H * W + (2 * p + i) * W + 2 * q + j;
+                        if (values[static_cast<std::size_t>(at)] > values[static_cast<std::size_t>(best)]) best = at;
+                    }
+                expected_y.push_back(values[static_cast<std::size_t>(best)]);
+                expected_grad[static_cast<std::size_t>(best)] += 1.0;
+            }
+    EXPECT_EQ(y.to_vector<double>(), expected_y);
+    EXPECT_EQ(x.grad().to_vector<double>(), expected_grad);
+}
+
 TEST(BatchNorm, TrainingNormalizesAndUpdatesTheRunningStatistics) {
     Rng rng(4);
     const Tensor x = (randn({4, 3, 5, 5}, rng, 2.0, DType::Float64) + 3.0);
