@@ -17,10 +17,18 @@
 // packed filter values. On AVX-512 the tile is written with intrinsics; elsewhere (and in
 // float64, for gradcheck) the same loops in plain C++.
 //
+// A stride of 2 (or more) is the same after one more copy: split the padded image into
+// its 2 x 2 phases (even rows and even columns, even rows and odd columns, ...), each a
+// plane of half the size; output (p, q) then reads tap (r, s) from phase
+// (r dilation mod 2, s dilation mod 2) at (p + r dilation div 2, q + s dilation div 2),
+// again a shifted run of a plane.
+//
 // The backward passes:
 //  - the data gradient of a stride-1 convolution is a stride-1 convolution of dy, padded
 //    by (R - 1) dilation - pad (negative: cropped), with the filters flipped and their
-//    channels and filters swapped, so it runs the forward loop;
+//    channels and filters swapped, so it runs the forward loop; with a stride, each phase
+//    of dx receives from its own taps only (those with r dilation = its row's phase mod
+//    the stride), each a stride-1 convolution of dy over those taps;
 //  - the weight gradient dW [k, tap] = sum over j of dy_grid [k, j] xp [tap's offset + j]
 //    is a dot product of two contiguous runs per (filter, tap): a tile of 4 filters x 6
 //    taps of dot products, vectorised along j.
@@ -55,39 +63,62 @@ constexpr std::int64_t kSlack = 64;  // zeros after the padded image: a tile rea
 
 std::int64_t round_up(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
 
-// One stride-1 convolution on a padded grid: `channels` input planes of hp x wp (zero
-// padding included) to `filters` output planes of P x Q.
+// One convolution on a padded grid: `channels` input planes, each split into sh x sw
+// phase planes of hp x wp (zero padding included), to `filters` output planes of P x Q.
+// With stride 1 there is one phase: the padded plane itself.
 struct Grid {
     std::int64_t channels = 0, hp = 0, wp = 0, filters = 0;
     std::int64_t R = 0, S = 0, dh = 1, dw = 1;  // filter size and dilation
     std::int64_t P = 0, Q = 0;
+    std::int64_t sh = 1, sw = 1;  // stride: phases per plane
     std::int64_t plane() const { return hp * wp; }
     std::int64_t taps() const { return channels * R * S; }
     std::int64_t positions() const { return P * wp; }  // grid positions of the P output rows
     // The last tap's run ends (S - 1) dilation past the planes, plus the last tile's overhang.
-    std::int64_t padded_size() const { return channels * plane() + (S - 1) * dw + kSlack; }
+    std::int64_t padded_size() const { return channels * sh * sw * plane() + (S - 1) * dw + kSlack; }
     // Where tap (c, r, s)'s run starts in xp: the GEMM's right operand, row by row.
     std::vector<std::int64_t> tap_offsets(std::int64_t round_to = 1) const {
         std::vector<std::int64_t> off(static_cast<std::size_t>(round_up(taps(), round_to)), 0);
         for (std::int64_t c = 0; c < channels; ++c)
             for (std::int64_t r = 0; r < R; ++r)
-                for (std::int64_t s = 0; s < S; ++s) off[static_cast<std::size_t>((c * R + r) * S + s)] = c * plane() + r * dh * wp + s * dw;
+                for (std::int64_t s = 0; s < S; ++s) {
+                    const std::int64_t phase = (c * sh + r * dh % sh) * sw + s * dw % sw;
+                    off[static_cast<std::size_t>((c * R + r) * S + s)] = phase * plane() + r * dh / sh * wp + s * dw / sw;
+                }
         return off;
     }
 };
 
-// Copies `channels` planes of h x w from src into dst's hp x wp planes with src(0, 0) at
-// dst(top, left) (negative: the first rows or columns are cropped); zeros elsewhere.
+// Copies `channels` planes of h x w from src into dst's planes with src(0, 0) at padded
+// position (top, left) (negative: the first rows or columns are cropped), zeros
+// elsewhere; with a stride, padded position (i sh + a, j sw + b) goes to (i, j) of phase
+// plane (a, b).
 template <class T>
 void copy_padded(const T* src, std::int64_t channels, std::int64_t h, std::int64_t w, const Grid& gr, std::int64_t top,
                  std::int64_t left, T* dst) {
     std::fill(dst, dst + gr.padded_size(), T(0));
-    const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(h, gr.hp - top);
-    const std::int64_t j0 = std::max<std::int64_t>(0, -left), j1 = std::min(w, gr.wp - left);
-    if (j1 <= j0) return;
+    if (gr.sh == 1 && gr.sw == 1) {  // one phase: whole rows
+        const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(h, gr.hp - top);
+        const std::int64_t j0 = std::max<std::int64_t>(0, -left), j1 = std::min(w, gr.wp - left);
+        if (j1 <= j0) return;
+        for (std::int64_t c = 0; c < channels; ++c)
+            for (std::int64_t i = i0; i < i1; ++i)
+                std::copy(src + (c * h + i) * w + j0, src + (c * h + i) * w + j1, dst + c * gr.plane() + (i + top) * gr.wp + j0 + left);
+        return;
+    }
     for (std::int64_t c = 0; c < channels; ++c)
-        for (std::int64_t i = i0; i < i1; ++i)
-            std::copy(src + (c * h + i) * w + j0, src + (c * h + i) * w + j1, dst + c * gr.plane() + (i + top) * gr.wp + j0 + left);
+        for (std::int64_t a = 0; a < gr.sh; ++a)
+            for (std::int64_t b = 0; b < gr.sw; ++b) {
+                T* phase = dst + ((c * gr.sh + a) * gr.sw + b) * gr.plane();
+                for (std::int64_t i = 0; i < gr.hp; ++i) {
+                    const std::int64_t ih = i * gr.sh + a - top;
+                    if (ih < 0 || ih >= h) continue;
+                    for (std::int64_t j = 0; j < gr.wp; ++j) {
+                        const std::int64_t iw = j * gr.sw + b - left;
+                        if (iw >= 0 && iw < w) phase[i * gr.wp + j] = src[(c * h + ih) * w + iw];
+                    }
+                }
+            }
 }
 
 // The filters packed for the forward tile: panel f0 / 8 holds, for each tap t, the 8
@@ -169,10 +200,12 @@ struct Scratch {
 };
 
 // y [filters, P, Q] = the convolution of the padded planes xp with the packed filters.
+// @p taps taps, at offsets @p off (all of the grid's, or a phase's subset).
 template <class T>
-void convolve_grid(const Grid& gr, const T* xp, const T* packed, const std::int64_t* off, T* y, std::vector<T>& out) {
+void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
+                   std::vector<T>& out) {
     const int nv = vectors_per_tile(gr.positions());
-    const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width), taps = gr.taps();
+    const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width);
     out.resize(static_cast<std::size_t>(kFilters * ldo));
     for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
         const T* panel = packed + f0 * taps;
@@ -228,15 +261,81 @@ void dot_tile(std::int64_t length, const T* dy, std::int64_t ld, const T* x, con
     dot_tile_portable(length, dy, ld, x, off, out);
 }
 
-// The forward grid of g: the input padded by pad on every side.
+// The forward grid of g: the input padded by pad on every side, in stride x stride phases.
 Grid forward_grid(const ConvGeometry& g) {
-    return {g.group_in(), g.in_h + 2 * g.pad_h, g.in_w + 2 * g.pad_w, g.group_out(), g.kernel_h, g.kernel_w,
-            g.dilation_h, g.dilation_w, g.out_h(), g.out_w()};
+    const auto phase_extent = [](std::int64_t padded, std::int64_t stride) { return (padded + stride - 1) / stride; };
+    return {g.group_in(), phase_extent(g.in_h + 2 * g.pad_h, g.stride_h), phase_extent(g.in_w + 2 * g.pad_w, g.stride_w),
+            g.group_out(), g.kernel_h, g.kernel_w, g.dilation_h, g.dilation_w, g.out_h(), g.out_w(), g.stride_h, g.stride_w};
 }
 
 // The offset of image n's block of the group's channels in a [N, channels, h, w] tensor.
 std::int64_t block(std::int64_t n, std::int64_t group, std::int64_t channels, std::int64_t per_group, std::int64_t plane) {
     return (n * channels + group * per_group) * plane;
+}
+
+
+// The data gradient with a stride, phase by phase. Padded input row u = p sh + r dh
+// receives from tap r of output row p, so the rows of phase a (u = i sh + a) receive
+// only from the taps with r dh mod sh = a, through output row i - r dh div sh: a
+// stride-1 convolution of dy, padded above by the largest such shift, over those taps
+// (with their filters' channels and filters swapped). Each phase's result is scattered
+// to its rows and columns of dx; padding positions are dropped.
+template <class T>
+void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
+    const std::int64_t Cg = g.group_in(), Kg = g.group_out(), R = g.kernel_h, S = g.kernel_w, P = g.out_h(), Q = g.out_w();
+    const std::int64_t sh = g.stride_h, sw = g.stride_w, H = g.in_h, W = g.in_w;
+    const std::int64_t top = (R - 1) * g.dilation_h / sh, left = (S - 1) * g.dilation_w / sw;  // the largest shifts
+    const std::int64_t rows = (H + 2 * g.pad_h + sh - 1) / sh, cols = (W + 2 * g.pad_w + sw - 1) / sw;  // a phase's extent
+    // dy padded by the shifts: output (i, j) of a phase reads dy[i - shift, j - shift'].
+    const Grid gr{Kg, std::max(rows, P) + top + 1, std::max(cols, Q) + left, Cg, R, S, g.dilation_h, g.dilation_w, rows, cols};
+    struct Phase {
+        std::vector<std::int64_t> off;       // each tap's run in padded dy
+        std::vector<std::vector<T>> packed;  // per group
+    };
+    std::vector<Phase> phases(static_cast<std::size_t>(sh * sw));
+    for (std::int64_t a = 0; a < sh; ++a)
+        for (std::int64_t b = 0; b < sw; ++b) {
+            Phase& ph = phases[static_cast<std::size_t>(a * sw + b)];
+            std::vector<std::int64_t> k_of, r_of, s_of;  // the phase's taps
+            for (std::int64_t k = 0; k < Kg; ++k)
+                for (std::int64_t r = 0; r < R; ++r)
+                    for (std::int64_t s = 0; s < S; ++s) {
+                        if (r * g.dilation_h % sh != a || s * g.dilation_w % sw != b) continue;
+                        k_of.push_back(k), r_of.push_back(r), s_of.push_back(s);
+                        ph.off.push_back(k * gr.plane() + (top - r * g.dilation_h / sh) * gr.wp + left - s * g.dilation_w / sw);
+                    }
+            for (std::int64_t group = 0; group < g.groups; ++group)
+                ph.packed.push_back(pack_filters<T>(Cg, static_cast<std::int64_t>(ph.off.size()), [&](std::int64_t c, std::int64_t t) {
+                    const auto i = static_cast<std::size_t>(t);
+                    return w[(((group * Kg + k_of[i]) * Cg + c) * R + r_of[i]) * S + s_of[i]];
+                }));
+        }
+    parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        std::vector<T>& result = s.grid_dy;  // one phase of dx's block: [Cg, rows, cols]
+        result.resize(static_cast<std::size_t>(Cg * rows * cols));
+        for (std::int64_t ng = begin; ng < end; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
+            T* dx_block = dx + block(n, group, g.in_channels, Cg, H * W);
+            for (std::int64_t a = 0; a < sh; ++a)
+                for (std::int64_t b = 0; b < sw; ++b) {
+                    const Phase& ph = phases[static_cast<std::size_t>(a * sw + b)];
+                    convolve_grid(gr, static_cast<std::int64_t>(ph.off.size()), s.padded.data(),
+                                  ph.packed[static_cast<std::size_t>(group)].data(), ph.off.data(), result.data(), s.out);
+                    for (std::int64_t c = 0; c < Cg; ++c)  // phase position (i, j) is dx[i sh + a - pad, j sw + b - pad]
+                        for (std::int64_t i = 0; i < rows; ++i) {
+                            const std::int64_t ih = i * sh + a - g.pad_h;
+                            if (ih < 0 || ih >= H) continue;
+                            for (std::int64_t j = 0; j < cols; ++j) {
+                                const std::int64_t iw = j * sw + b - g.pad_w;
+                                if (iw >= 0 && iw < W) dx_block[(c * H + ih) * W + iw] = result[static_cast<std::size_t>((c * rows + i) * cols + j)];
+                            }
+                        }
+                }
+        }
+    });
 }
 
 }  // namespace
@@ -256,7 +355,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(x + block(n, group, g.in_channels, gr.channels, H * W), gr.channels, H, W, gr, g.pad_h, g.pad_w, s.padded.data());
-            convolve_grid(gr, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+            convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
                           y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out);
         }
     });
@@ -264,6 +363,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
 
 template <class T>
 void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
+    if (g.stride_h != 1 || g.stride_w != 1) return backward_data_strided(g, dy, w, dx);
     const std::int64_t Cg = g.group_in(), Kg = g.group_out(), R = g.kernel_h, S = g.kernel_w, P = g.out_h(), Q = g.out_w();
     // dy padded by the filter's reach less the forward padding; the output is dx's H x W.
     const std::int64_t top = (R - 1) * g.dilation_h - g.pad_h, left = (S - 1) * g.dilation_w - g.pad_w;
@@ -281,7 +381,7 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
-            convolve_grid(gr, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+            convolve_grid(gr, gr.taps(), s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
                           dx + block(n, group, g.in_channels, Cg, g.in_h * g.in_w), s.out);
         }
     });

@@ -88,8 +88,6 @@ std::string why_unsupported(ConvAlgo algo, const ConvGeometry& g) {
         return "Winograd F(m,3) needs a 3x3 filter";
     if (winograd && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
         return "Winograd needs stride 1 and dilation 1";
-    if (algo == ConvAlgo::ImplicitGemm && (g.stride_h != 1 || g.stride_w != 1))
-        return "implicit_gemm reads each tap's row as a shifted run of the image: it needs stride 1";
     if (algo == ConvAlgo::FftFftw && !fft::fftw_available())
         return "this build has no FFTW (apt-get install libfftw3-dev, then meson setup --reconfigure build)";
     return "";

@@ -14,9 +14,10 @@
 ///     own radix-2 FFT, so the cost no longer grows with the filter's size.
 ///     `fft_fftw` (4b_fftw.cpp): the same, with FFTW's transforms (the optimized peer;
 ///     unsupported in a build without libfftw3-dev).
-///  5. `implicit_gemm` (5_implicit_gemm.cpp): stride 1 only. im2col's GEMM without the
-///     col matrix: each tap's row of col is a shifted run of the zero-padded image, read in
-///     place by a register-tiled (AVX-512) kernel; no copy of the receptive fields, no packing.
+///  5. `implicit_gemm` (5_implicit_gemm.cpp): im2col's GEMM without the col matrix: each
+///     tap's row of col is a shifted run of the zero-padded image (of one of its stride x
+///     stride phases), read in place by a register-tiled (AVX-512) kernel; no copy of the
+///     receptive fields, no packing.
 ///
 /// Layouts: input x [N, C, H, W], weight w [K, C/groups, R, S], output y [N, K, P, Q], all
 /// contiguous. Every function overwrites its output. T is float or double (double for
@@ -84,7 +85,7 @@ const ConvAlgorithm& find_conv_algorithm(const std::string& name);
 /// The entry of @p algo.
 const ConvAlgorithm& conv_algorithm(ConvAlgo algo);
 /// Why @p algo cannot solve @p g ("" when it can): Winograd needs a 3x3 filter, stride 1
-/// and dilation 1; implicit_gemm needs stride 1; fft_fftw needs a build with FFTW.
+/// and dilation 1; fft_fftw needs a build with FFTW.
 std::string why_unsupported(ConvAlgo algo, const ConvGeometry& g);
 
 /// y = conv(x, w) by @p algo. Throws if @p algo does not support @p g.
@@ -151,7 +152,7 @@ template <class T> void forward(FftBackend b, const ConvGeometry& g, const T* x,
 template <class T> void backward_data(FftBackend b, const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
 template <class T> void backward_weight(FftBackend b, const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
 }  // namespace fft
-/// 5. Implicit GEMM on the padded grid (stride 1).
+/// 5. Implicit GEMM on the padded grid.
 namespace implicit_gemm {
 template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y);  ///< y = conv(x, w)
 template <class T> void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
