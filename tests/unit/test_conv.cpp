@@ -175,6 +175,14 @@ TEST(Conv, ImplicitGemmCountsTheDroppedGridColumns) {
     EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 80 * 72);
 }
 
+TEST(Conv, ImplicitGemmSumsTheWeightGradientOverChunksOfImages) {
+    // 19 images: on any thread count some thread has more than one chunk of 8 and a ragged one.
+    for (const kc::ConvGeometry& g : {geom(19, 3, 7, 6, 5, 3, 3, 1, 1, 1, 1), geom(19, 4, 9, 9, 6, 3, 3, 2, 1, 1, 2)}) {
+        SCOPED_TRACE(g.str());
+        EXPECT_LT(max_relative_error(run_all<double>(kc::ConvAlgo::ImplicitGemm, g).dw, run_all<double>(kc::ConvAlgo::Direct, g).dw), 1e-12);
+    }
+}
+
 TEST(Conv, DirectSkipsThePaddingTaps) {
     const kc::ConvGeometry g = geom(1, 1, 3, 3, 1, 3, 3, 1, 1, 1, 1);
     // Of the 9 outputs' 81 taps, 81 - 4 corners x 5 - 4 edges x 3 = 49 land inside.

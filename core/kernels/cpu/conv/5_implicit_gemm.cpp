@@ -31,7 +31,7 @@
 //    the stride), each a stride-1 convolution of dy over those taps;
 //  - the weight gradient dW [k, tap] = sum over j of dy_grid [k, j] xp [tap's offset + j]
 //    is a dot product of two contiguous runs per (filter, tap): a tile of 4 filters x 6
-//    taps of dot products, vectorised along j.
+//    taps of dot products, vectorised along j and carried across a chunk of images.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -223,28 +223,47 @@ void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* pack
 
 // ---- the weight gradient's tile: 4 x 6 dot products of runs of dy_grid and xp ----------
 
+// The operands of the weight gradient's tiles for a chunk of images: image i's grid of dy
+// rows at dy + i dy_image (row k at k ld), its padded planes at x + i x_image. The dot
+// products run over every image of the chunk before their vectors are summed across lanes
+// (one horizontal sum per tile per chunk, not per image: on a 7x7 plane an image is only
+// 4 vectors long).
 template <class T>
-void dot_tile_portable(std::int64_t length, const T* dy, std::int64_t ld, const T* x, const std::int64_t* off, T* out) {
+struct DotOperands {
+    std::int64_t images, length, ld, dy_image, x_image;
+    const T* dy;
+    const T* x;
+};
+
+template <class T>
+void dot_tile_portable(const DotOperands<T>& d, const std::int64_t* off, T* out) {
     T acc[kDotFilters][kDotTaps] = {};
-    for (int i = 0; i < kDotFilters; ++i)
-        for (int t = 0; t < kDotTaps; ++t)
-            for (std::int64_t j = 0; j < length; ++j) acc[i][t] += dy[i * ld + j] * x[off[t] + j];
+    for (std::int64_t n = 0; n < d.images; ++n)
+        for (int i = 0; i < kDotFilters; ++i)
+            for (int t = 0; t < kDotTaps; ++t) {
+                const T* dy = d.dy + n * d.dy_image + i * d.ld;
+                const T* x = d.x + n * d.x_image + off[t];
+                for (std::int64_t j = 0; j < d.length; ++j) acc[i][t] += dy[j] * x[j];
+            }
     for (int i = 0; i < kDotFilters; ++i)
         for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = acc[i][t];
 }
 
 #if GL_X86
-__attribute__((target("avx512f"))) void dot_tile_avx512(std::int64_t length, const float* dy, std::int64_t ld, const float* x,
-                                                         const std::int64_t* off, float* out) {
+__attribute__((target("avx512f"))) void dot_tile_avx512(const DotOperands<float>& d, const std::int64_t* off, float* out) {
     __m512 acc[kDotFilters][kDotTaps];
     for (auto& row : acc)
         for (auto& v : row) v = _mm512_setzero_ps();
-    for (std::int64_t j = 0; j < length; j += kVector) {  // length is a multiple of 16
-        __m512 d[kDotFilters];
-        for (int i = 0; i < kDotFilters; ++i) d[i] = _mm512_loadu_ps(dy + i * ld + j);
-        for (int t = 0; t < kDotTaps; ++t) {
-            const __m512 xv = _mm512_loadu_ps(x + off[t] + j);
-            for (int i = 0; i < kDotFilters; ++i) acc[i][t] = _mm512_fmadd_ps(d[i], xv, acc[i][t]);
+    for (std::int64_t n = 0; n < d.images; ++n) {
+        const float* dy = d.dy + n * d.dy_image;
+        const float* x = d.x + n * d.x_image;
+        for (std::int64_t j = 0; j < d.length; j += kVector) {  // length is a multiple of 16
+            __m512 dv[kDotFilters];
+            for (int i = 0; i < kDotFilters; ++i) dv[i] = _mm512_loadu_ps(dy + i * d.ld + j);
+            for (int t = 0; t < kDotTaps; ++t) {
+                const __m512 xv = _mm512_loadu_ps(x + off[t] + j);
+                for (int i = 0; i < kDotFilters; ++i) acc[i][t] = _mm512_fmadd_ps(dv[i], xv, acc[i][t]);
+            }
         }
     }
     for (int i = 0; i < kDotFilters; ++i)
@@ -253,12 +272,12 @@ __attribute__((target("avx512f"))) void dot_tile_avx512(std::int64_t length, con
 #endif
 
 template <class T>
-void dot_tile(std::int64_t length, const T* dy, std::int64_t ld, const T* x, const std::int64_t* off, T* out) {
+void dot_tile(const DotOperands<T>& d, const std::int64_t* off, T* out) {
 #if GL_X86
     if constexpr (std::is_same_v<T, float>)
-        if (use_avx512()) return dot_tile_avx512(length, dy, ld, x, off, out);
+        if (use_avx512()) return dot_tile_avx512(d, off, out);
 #endif
-    dot_tile_portable(length, dy, ld, x, off, out);
+    dot_tile_portable(d, off, out);
 }
 
 // The forward grid of g: the input padded by pad on every side, in stride x stride phases.
@@ -393,33 +412,41 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     const std::int64_t Kg = g.group_out(), taps = gr.taps(), P = gr.P, Q = gr.Q;
     const std::int64_t length = round_up(gr.positions(), kVector);  // dy_grid's rows, zeros past the outputs
     const std::int64_t filters = round_up(Kg, kDotFilters), tap_tiles = round_up(taps, kDotTaps);
+    const std::int64_t x_image = gr.padded_size(), dy_image = filters * length;
+    constexpr std::int64_t kChunk = 8;  // images whose operands are laid out together (~1 MB for the CNN's conv2)
     const std::vector<std::int64_t> off = gr.tap_offsets(kDotTaps);  // the extra taps read xp[j] and are dropped
     const int threads = get_num_threads();
     // Every image adds to all of dw: each thread sums its images into its own copy.
     std::vector<std::vector<T>> sums(static_cast<std::size_t>(threads), std::vector<T>(static_cast<std::size_t>(g.weight_size()), T(0)));
     parallel_run(threads, [&](int thread) {
         Scratch<T>& s = Scratch<T>::get();
-        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
-        s.grid_dy.assign(static_cast<std::size_t>(filters * length), T(0));
         T* sum = sums[static_cast<std::size_t>(thread)].data();
-        const std::int64_t items = g.batch * g.groups;
-        for (std::int64_t ng = items * thread / threads; ng < items * (thread + 1) / threads; ++ng) {
-            const std::int64_t n = ng / g.groups, group = ng % g.groups;
-            copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w, gr,
-                        g.pad_h, g.pad_w, s.padded.data());
-            const T* dy_block = dy + block(n, group, g.out_channels, Kg, P * Q);
-            for (std::int64_t k = 0; k < Kg; ++k)  // dy on the grid: row p at p Wp, zeros between rows
-                for (std::int64_t p = 0; p < P; ++p) std::copy_n(dy_block + (k * P + p) * Q, Q, s.grid_dy.data() + k * length + p * gr.wp);
-            T tile[kDotFilters * kDotTaps];
-            for (std::int64_t k0 = 0; k0 < filters; k0 += kDotFilters)
-                for (std::int64_t t0 = 0; t0 < tap_tiles; t0 += kDotTaps) {
-                    dot_tile(length, s.grid_dy.data() + k0 * length, length, s.padded.data(), off.data() + t0, tile);
-                    for (std::int64_t i = 0; i < std::min<std::int64_t>(kDotFilters, Kg - k0); ++i)
-                        for (std::int64_t t = 0; t < std::min<std::int64_t>(kDotTaps, taps - t0); ++t)
-                            sum[(group * Kg + k0 + i) * taps + t0 + t] += tile[i * kDotTaps + t];
+        const std::int64_t first = g.batch * thread / threads, last = g.batch * (thread + 1) / threads;
+        for (std::int64_t group = 0; group < g.groups; ++group)
+            for (std::int64_t n0 = first; n0 < last; n0 += kChunk) {
+                const std::int64_t count = std::min(kChunk, last - n0);
+                s.padded.resize(static_cast<std::size_t>(count * x_image));
+                s.grid_dy.assign(static_cast<std::size_t>(count * dy_image), T(0));
+                for (std::int64_t i = 0; i < count; ++i) {
+                    const std::int64_t n = n0 + i;
+                    copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w,
+                                gr, g.pad_h, g.pad_w, s.padded.data() + i * x_image);
+                    const T* dy_block = dy + block(n, group, g.out_channels, Kg, P * Q);
+                    T* grid = s.grid_dy.data() + i * dy_image;
+                    for (std::int64_t k = 0; k < Kg; ++k)  // dy on the grid: row p at p Wp, zeros between rows
+                        for (std::int64_t p = 0; p < P; ++p) std::copy_n(dy_block + (k * P + p) * Q, Q, grid + k * length + p * gr.wp);
                 }
-            count_multiplies(filters * tap_tiles * length);
-        }
+                T tile[kDotFilters * kDotTaps];
+                for (std::int64_t k0 = 0; k0 < filters; k0 += kDotFilters)
+                    for (std::int64_t t0 = 0; t0 < tap_tiles; t0 += kDotTaps) {
+                        const DotOperands<T> d{count, length, length, dy_image, x_image, s.grid_dy.data() + k0 * length, s.padded.data()};
+                        dot_tile(d, off.data() + t0, tile);
+                        for (std::int64_t i = 0; i < std::min<std::int64_t>(kDotFilters, Kg - k0); ++i)
+                            for (std::int64_t t = 0; t < std::min<std::int64_t>(kDotTaps, taps - t0); ++t)
+                                sum[(group * Kg + k0 + i) * taps + t0 + t] += tile[i * kDotTaps + t];
+                    }
+                count_multiplies(count * filters * tap_tiles * length);
+            }
     });
     std::fill(dw, dw + g.weight_size(), T(0));
     for (const auto& sum : sums)
