@@ -99,7 +99,7 @@ def plot(plt, table: dict[str, dict[str, float]], out: Path, subtitle: str = "")
     ax.set_xticklabels(layers, rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("ms per forward pass (batch 64)")
-    title = "Convolution algorithms per layer shape (missing bar: the algorithm cannot run it)"
+    title = "Convolution algorithms per layer shape (no bar: the algorithm cannot run it, or direct with C > 16, not timed)"
     ax.set_title(title + ("\n" + subtitle if subtitle else ""), fontsize="medium")
     ax.legend(ncol=4, fontsize="small")
     ax.grid(axis="y", which="both", alpha=0.3)
