@@ -3,6 +3,10 @@
 // N = 256..2048 and on the MLP's layer shapes (batch 64 and 1000), 1 and 2 threads; and
 // the whole MLP forward pass (SimpleNet 784-128-10, batch 1000) in FP32 and in INT8
 // (quant::QuantizedMlp: input quantization, GEMMs with fused requantization, logits).
+// The CNN of `train --model cnn` likewise: its layers' GEMM shapes (conv1 and conv2 through
+// im2col, fc1 after the convolutions; 64 images) and its whole forward pass on 256 images
+// (quant::QuantizedCnn). Our INT8 paths also run with the weights packed once
+// (`_prepacked`), as a quantized layer packs them when it is built.
 // INT8 work is counted as 2 M N K "operations" so GOP/s and GFLOP/s compare directly.
 //
 // Run:   build/bench/bench_int8 --benchmark_format=json --benchmark_out=int8.json
@@ -17,8 +21,10 @@
 #include "data/dataset.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_int8.hpp"
+#include "nn/conv_layers.hpp"
 #include "nn/module.hpp"
 #include "parallel/thread_pool.hpp"
+#include "quant/quantized_cnn.hpp"
 #include "quant/quantized_mlp.hpp"
 #include "testkit/random.hpp"
 
@@ -37,6 +43,10 @@ std::vector<Shape> shapes() {
         s.push_back({"fc1", batch, 128, 784});
         s.push_back({"fc2", batch, 10, 128});
     }
+    // The CNN on 64 images: [pixels, 9] x [9, 32], [pixels, 288] x [288, 64], [64, 3136] x [3136, 128].
+    s.push_back({"cnn_conv1", 64 * 28 * 28, 32, 9});
+    s.push_back({"cnn_conv2", 64 * 14 * 14, 64, 288});
+    s.push_back({"cnn_fc1", 64, 128, 3136});
     return s;
 }
 
@@ -51,7 +61,7 @@ void counters(benchmark::State& state, const Shape& p, int threads, const std::s
 }
 
 void run_int8(benchmark::State& state, const gl::kernels::Int8GemmKernel& kernel, const Shape& p, int threads,
-              bool fused) {
+              bool fused, bool prepacked = false) {
     gl::set_num_threads(threads);
     std::mt19937 gen(1);
     std::uniform_int_distribution<int> byte(0, 255);
@@ -66,6 +76,8 @@ void run_int8(benchmark::State& state, const gl::kernels::Int8GemmKernel& kernel
     gl::kernels::Int8Requant rq{bias.data(), &m, false, 3, gl::quant::kUint8, out.data(), p.N};
     gl::kernels::Int8GemmArgs g{p.M, p.N, p.K, A.data(), p.K, 3, B.data(), p.K, true, 0, C.data(), p.N,
                                 fused ? &rq : nullptr};
+    const gl::kernels::Int8PackedB packed = gl::kernels::pack_int8_weights(kernel, g);
+    if (prepacked) g.packed_b = &packed;
     for (auto _ : state) {
         kernel.fn(g);
         benchmark::ClobberMemory();
@@ -102,6 +114,21 @@ void run_mlp(benchmark::State& state, bool int8, int threads) {
     state.SetLabel("SimpleNet 784-128-10 forward, batch 1000");
 }
 
+// The CNN forward pass on 256 inputs in [0, 1): FP32, or INT8 calibrated (per channel,
+// min/max) on them; untrained weights, the same work as trained ones.
+void run_cnn(benchmark::State& state, bool int8, int threads) {
+    gl::set_num_threads(threads);
+    gl::Rng rng(1);
+    auto net = gl::nn::make_cnn(rng);
+    const gl::Tensor x = gl::rand_uniform({256, 784}, 0.0, 1.0, rng);
+    const gl::TensorDataset data(x, gl::zeros({256}, gl::DType::Int32), 10);
+    const gl::quant::QuantizedCnn q = gl::quant::quantize_cnn(*net, data, {});
+    const gl::NoGradGuard no_grad;
+    for (auto _ : state) benchmark::DoNotOptimize(int8 ? q.forward(x) : net->forward(x));
+    state.counters["threads"] = threads;
+    state.SetLabel("CNN (train --model cnn) forward, batch 256");
+}
+
 std::string name(const std::string& kernel, const Shape& p, int t) {
     return "int8/" + kernel + "/" + p.name + "/" + std::to_string(p.M) + "x" + std::to_string(p.N) + "x" +
            std::to_string(p.K) + "/threads:" + std::to_string(t) + "/";
@@ -124,6 +151,8 @@ int main(int argc, char** argv) {
                 add(name(k.name, p, t), [&k, p, t](benchmark::State& s) { run_int8(s, k, p, t, false); });
                 if (!k.peer)  // the same kernel writing requantized UINT8 (bias, multiplier, clamp)
                     add(name(k.name + "_requant", p, t), [&k, p, t](benchmark::State& s) { run_int8(s, k, p, t, true); });
+                if (k.pack_width > 0)  // the weights packed once, outside the timed loop
+                    add(name(k.name + "_prepacked", p, t), [&k, p, t](benchmark::State& s) { run_int8(s, k, p, t, false, true); });
             }
             for (const char* fp32 : {"threaded", "openblas", "onednn"}) {
                 const gl::kernels::GemmKernel* k = nullptr;
@@ -137,6 +166,10 @@ int main(int argc, char** argv) {
         for (bool int8 : {false, true})
             add(std::string("mlp_forward/") + (int8 ? "int8" : "fp32") + "/batch:1000/threads:" + std::to_string(t) + "/",
                 [int8, t](benchmark::State& s) { run_mlp(s, int8, t); });
+    for (int t : {1, 2})
+        for (bool int8 : {false, true})
+            add(std::string("cnn_forward/") + (int8 ? "int8" : "fp32") + "/batch:256/threads:" + std::to_string(t) + "/",
+                [int8, t](benchmark::State& s) { run_cnn(s, int8, t); });
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -174,6 +174,35 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return out;
 }
 
+Tensor conv_pass(kernels::conv::ConvPass pass, const kernels::conv::ConvGeometry& g, const Tensor& a, const Tensor& b,
+                 const Shape& out_shape) {
+    check_float32(a, "conv2d");
+    check_float32(b, "conv2d");
+    Tensor out = empty(out_shape, DType::Float32, a.device());
+    if (out.numel() == 0) return out;
+    const Tensor A = dense(a), B = dense(b);
+    kernels_of(a).conv(pass, g, A.data_ptr<float>(), B.data_ptr<float>(), out.data_ptr<float>());
+    return out;
+}
+
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const kernels::PoolDims& d) {
+    check_float32(x, "max_pool2d");
+    const Shape out_shape = {x.shape()[0], x.shape()[1], d.P, d.Q};
+    Tensor y = empty(out_shape, DType::Float32, x.device());
+    Tensor where = empty(out_shape, DType::Int32, x.device());
+    const Tensor c = dense(x);
+    kernels_of(x).max_pool_forward(d, c.data_ptr<float>(), y.data_ptr<float>(), where.data_ptr<std::int32_t>());
+    return {y, where};
+}
+
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& argmax, const kernels::PoolDims& d, const Shape& input_shape) {
+    check_float32(dy, "max_pool2d backward");
+    Tensor dx = empty(input_shape, DType::Float32, dy.device());
+    const Tensor g = dense(dy);
+    kernels_of(dy).max_pool_backward(d, g.data_ptr<float>(), argmax.data_ptr<std::int32_t>(), dx.data_ptr<float>());
+    return dx;
+}
+
 void axpy_(const Tensor& self, const Tensor& other, double alpha) {
     check_float32(self, "add_");
     const Tensor src = dense(other);

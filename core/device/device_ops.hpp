@@ -8,6 +8,7 @@
 /// waits for the device: results stay on it.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/tensor_ops.hpp"
@@ -48,6 +49,17 @@ Tensor count_equal(const Tensor& a, const Tensor& b);
 /// [M, K] x [K, N] with the SGEMM family's best version; transposed or strided operands
 /// are first copied to contiguous ones on the device.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// Pass @p pass of the convolution @p g (kernels/cpu/conv/conv.hpp's operands: (x, w) -> y,
+/// (dy, w) -> dx, (x, dy) -> dw) by the implicit-GEMM kernel; a new contiguous tensor of
+/// @p out_shape on a's device. The geometry is already validated (ops/conv.cpp).
+Tensor conv_pass(kernels::conv::ConvPass pass, const kernels::conv::ConvGeometry& g, const Tensor& a, const Tensor& b,
+                 const Shape& out_shape);
+/// Max pooling of x [N, C, H, W] over the windows @p d: the outputs [N, C, P, Q] and, for
+/// the backward pass, where each maximum is in its plane (int32, same shape).
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const kernels::PoolDims& d);
+/// The input gradient of max_pool2d from the output gradient @p dy and the forward's
+/// @p argmax; @p input_shape is x's.
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& argmax, const kernels::PoolDims& d, const Shape& input_shape);
 /// self += alpha * other, in place (self contiguous; other of the same shape).
 void axpy_(const Tensor& self, const Tensor& other, double alpha);
 /// One SGD step on parameter @p p (see optim/optimizer.hpp), all on one device.

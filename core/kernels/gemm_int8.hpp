@@ -32,6 +32,19 @@ struct Int8Requant {
     std::int64_t ldo = 0;                 ///< row stride of out
 };
 
+/// op(B) packed once, for the micro-tile of one kernel (pack_int8_weights), so that a
+/// layer whose weights do not change packs them when it is built instead of in every
+/// call: K in groups of four beside each other ("VNNI layout"), in slivers of `width`
+/// columns, plus each column's sum (for the zero point of A).
+struct Int8PackedB {
+    std::int64_t N = 0;                     ///< columns of op(B)
+    std::int64_t K = 0;                     ///< rows of op(B)
+    std::int64_t width = 0;                 ///< columns per sliver (the kernel's micro-tile width)
+    std::int64_t kp = 0;                    ///< K padded to the kernel's multiple
+    std::vector<std::int8_t> data;          ///< [slivers][kp / 4][width][4], zero past the edges
+    std::vector<std::int32_t> column_sums;  ///< sum over K of each column
+};
+
 /// One INT8 GEMM: acc(i, j) = sum_k (A(i, k) - a_zero_point) (op(B)(k, j) - b_zero_point).
 /// A is M x K UINT8, row-major (row stride lda); op(B) is K x N INT8: B[k * ldb + j], or
 /// B[j * ldb + k] when trans_b (a Linear weight [out, in] is op(B) with trans_b). Without
@@ -50,6 +63,10 @@ struct Int8GemmArgs {
     std::int32_t* C = nullptr;           ///< INT32 result (when requant is null)
     std::int64_t ldc = 0;                ///< row stride of C
     const Int8Requant* requant = nullptr;  ///< fused requantization, or null
+    /// op(B) already packed by pack_int8_weights for the kernel that runs, or null (the
+    /// kernel packs B itself). Kernels that do not pack (the oracle, oneDNN) read B, so B
+    /// is always given.
+    const Int8PackedB* packed_b = nullptr;
 };
 
 /// Signature of an INT8 GEMM kernel.
@@ -63,6 +80,8 @@ struct Int8GemmKernel {
     bool (*available)() = nullptr;  ///< whether this CPU can run it
     Int8GemmFn fn = nullptr;        ///< the kernel
     bool peer = false;              ///< an established library (never chosen by dispatch)
+    std::int64_t pack_width = 0;    ///< columns per packed B sliver; 0: the kernel does not pack B
+    std::int64_t pack_k_align = 0;  ///< K is padded to a multiple of this in the packing
 };
 
 /// Our INT8 kernels (the oracle, then portable to most capable), then the peer libraries
@@ -74,6 +93,10 @@ const Int8GemmKernel& find_int8_gemm(const std::string& name);
 const Int8GemmKernel& best_int8_gemm();
 /// Runs @p args through best_int8_gemm().
 void int8_gemm(const Int8GemmArgs& args);
+/// op(B) of @p args (its B, ldb, trans_b, N, K and b_zero_point) packed for @p kernel's
+/// micro-tile, to pass as Int8GemmArgs::packed_b to every later call of that kernel with
+/// the same B; empty (width 0) for a kernel that does not pack.
+Int8PackedB pack_int8_weights(const Int8GemmKernel& kernel, const Int8GemmArgs& args);
 /// Runs @p args through @p kernel after checking that it can run here.
 void run_int8_gemm(const Int8GemmKernel& kernel, const Int8GemmArgs& args);
 

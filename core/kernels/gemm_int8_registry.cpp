@@ -1,6 +1,7 @@
 // The INT8 GEMM registry: our paths in the order of kernels/cpu/int8/paths.hpp, then the
 // peer libraries the build found; fixed after start-up.
 #include "base/error.hpp"
+#include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
 #include "kernels/cpu/peers/peers.hpp"
 #include "kernels/gemm_int8.hpp"
@@ -26,6 +27,12 @@ const Int8GemmKernel& best_int8_gemm() {
     for (auto k = all.rbegin(); k != all.rend(); ++k)
         if (!k->peer && k->available()) return *k;
     throw Error("no INT8 GEMM kernel can run here");  // unreachable: the portable path always can
+}
+
+Int8PackedB pack_int8_weights(const Int8GemmKernel& kernel, const Int8GemmArgs& args) {
+    if (kernel.pack_width == 0) return {};
+    const std::int64_t kp = int8::round_up(std::max<std::int64_t>(args.K, 1), kernel.pack_k_align);
+    return int8::pack_b(args, kernel.pack_width, kp);
 }
 
 void run_int8_gemm(const Int8GemmKernel& kernel, const Int8GemmArgs& args) {

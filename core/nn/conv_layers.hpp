@@ -35,6 +35,10 @@ public:
     explicit MaxPool2d(std::int64_t kernel, std::int64_t stride = 0) : kernel_(kernel), stride_(stride) {}
     Tensor forward(const Tensor& x) override { return max_pool2d(x, kernel_, stride_); }
     std::string describe() const override { return "MaxPool2d(" + std::to_string(kernel_) + ")"; }
+    /// The window's side.
+    std::int64_t kernel() const { return kernel_; }
+    /// The step between windows (= kernel() when constructed with 0).
+    std::int64_t stride() const { return stride_ == 0 ? kernel_ : stride_; }
 
 private:
     std::int64_t kernel_, stride_;
@@ -95,6 +99,8 @@ public:
     explicit ToImage(std::int64_t side) : side_(side) {}
     Tensor forward(const Tensor& x) override;
     std::string describe() const override { return "ToImage(" + std::to_string(side_) + "x" + std::to_string(side_) + ")"; }
+    /// The images' side in pixels.
+    std::int64_t side() const { return side_; }
 
 private:
     std::int64_t side_;

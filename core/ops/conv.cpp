@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
@@ -96,6 +97,7 @@ struct Conv2dBackward final : Node {
     std::string algorithm;
     std::string name() const override { return "Conv2dBackward"; }
     std::vector<Tensor> backward(const Tensor& grad) override {
+        if (device::on_device(grad)) return backward_on_device(grad);
         const Tensor g = grad.contiguous();
         Tensor dx, dw, db;
         dispatch_floating(x.dtype(), "conv2d backward", [&]<class T>() {
@@ -114,21 +116,50 @@ struct Conv2dBackward final : Node {
         if (!has_bias) return {dx, dw};
         return {dx, dw, db};
     }
+
+    // The same three gradients by the device's implicit-GEMM kernel; the bias gradient is
+    // the device's sum over the images and the plane.
+    std::vector<Tensor> backward_on_device(const Tensor& g) const {
+        namespace kc = kernels::conv;
+        Tensor dx, dw, db;
+        if (next[0]) dx = device::conv_pass(kc::ConvPass::BackwardData, geometry, g, w, x.shape());
+        if (next[1]) dw = device::conv_pass(kc::ConvPass::BackwardWeight, geometry, x, g, w.shape());
+        if (has_bias && next[2]) db = reshape(device::sum_dims(g, {true, false, true, true}), {geometry.out_channels});
+        if (!has_bias) return {dx, dw};
+        return {dx, dw, db};
+    }
 };
+
+// conv2d on a device: the implicit-GEMM kernel (kernels/cuda/conv.cuh), whatever algorithm
+// the options name (the CPU's algorithms and its autotuner are for the CPU), and the bias
+// added by the broadcast kernel.
+Tensor conv2d_on_device(const Tensor& x, const Tensor& w, const Tensor& bias, const kc::ConvGeometry& g) {
+    Tensor y = device::conv_pass(kc::ConvPass::Forward, g, x, w, {g.batch, g.out_channels, g.out_h(), g.out_w()});
+    if (!bias.defined()) return y;
+    const Tensor per_plane = reshape(bias.detach(), {g.out_channels, 1, 1});
+    return device::binary(kernels::BinaryOp::add, y, per_plane, y.shape());
+}
 
 }  // namespace
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Conv2dOptions& options) {
     check_inputs(x_in, w_in, bias, options);
+    if (bias.defined()) check_same_device("conv2d", {&x_in, &w_in, &bias}, {"input", "weight", "bias"});
+    else check_same_device("conv2d", {&x_in, &w_in}, {"input", "weight"});
     const Tensor x = x_in.contiguous(), w = w_in.contiguous();
     const kc::ConvGeometry g = geometry_of(x, w, options);
     g.validate();
-    Tensor y = empty({g.batch, g.out_channels, g.out_h(), g.out_w()}, x.dtype());
-    dispatch_floating(x.dtype(), "conv2d", [&]<class T>() {
-        kc::forward(algorithm_for(kc::ConvPass::Forward, g, x.dtype(), options.algorithm), g, x.data<T>(), w.data<T>(),
-                    y.data<T>());
-        if (bias.defined()) add_bias(g, bias.contiguous().data<T>(), y.data<T>());
-    });
+    Tensor y;
+    if (device::on_device(x)) {
+        y = conv2d_on_device(x, w, bias, g);
+    } else {
+        y = empty({g.batch, g.out_channels, g.out_h(), g.out_w()}, x.dtype());
+        dispatch_floating(x.dtype(), "conv2d", [&]<class T>() {
+            kc::forward(algorithm_for(kc::ConvPass::Forward, g, x.dtype(), options.algorithm), g, x.data<T>(),
+                        w.data<T>(), y.data<T>());
+            if (bias.defined()) add_bias(g, bias.contiguous().data<T>(), y.data<T>());
+        });
+    }
     std::vector<Tensor> inputs = {x_in, w_in};
     if (bias.defined()) inputs.push_back(bias);
     if (should_record(inputs)) {

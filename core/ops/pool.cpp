@@ -4,8 +4,10 @@
 // gradient flows back to that one element. Average pooling spreads each output's
 // gradient evenly over its window (padding included in the count, as PyTorch does).
 #include <algorithm>
+#include <utility>
 
 #include "autograd/node.hpp"
+#include "device/device_ops.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
 #include "parallel/thread_pool.hpp"
@@ -27,13 +29,17 @@ struct PoolGeometry {
         P = (H + 2 * pad - kernel) / stride + 1, Q = (W + 2 * pad - kernel) / stride + 1;
     }
     Shape out_shape(const Tensor& x) const { return {x.shape()[0], x.shape()[1], P, Q}; }
+    /// The same windows as a device kernel reads them.
+    kernels::PoolDims dims() const { return {planes, H, W, kernel, stride, pad, P, Q}; }
 };
 
 struct MaxPoolBackward final : Node {
     Tensor argmax;  // int32 [N, C, P, Q]: index within its input plane of each maximum
     Shape input_shape;
+    kernels::PoolDims dims;  // the windows, for the device kernel
     std::string name() const override { return "MaxPoolBackward"; }
     std::vector<Tensor> backward(const Tensor& grad) override {
+        if (device::on_device(grad)) return {device::max_pool2d_backward(grad, argmax, dims, input_shape)};
         const Tensor g = grad.contiguous();
         Tensor dx = zeros(input_shape, g.dtype());
         const std::int64_t plane_in = input_shape[2] * input_shape[3], plane_out = g.shape()[2] * g.shape()[3];
@@ -158,11 +164,8 @@ void max_pool_plane_2x2(const PoolGeometry& pg, const T* in, T* out, std::int32_
     }
 }
 
-}  // namespace
-
-Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
-    const PoolGeometry pg(x_in, kernel, stride, padding, "max_pool2d");
-    const Tensor x = x_in.contiguous();
+// max_pool2d on the CPU: the outputs and where each maximum is.
+std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor& x) {
     Tensor y = empty(pg.out_shape(x), x.dtype());
     Tensor argmax = empty(pg.out_shape(x), DType::Int32);
     dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
@@ -178,10 +181,20 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
                                where + plane * pg.P * pg.Q);
         });
     });
+    return {y, argmax};
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+    const PoolGeometry pg(x_in, kernel, stride, padding, "max_pool2d");
+    const Tensor x = x_in.contiguous();
+    auto [y, argmax] = device::on_device(x) ? device::max_pool2d(x, pg.dims()) : max_pool2d_on_cpu(pg, x);
     if (should_record({x_in})) {
         auto node = std::make_shared<MaxPoolBackward>();
         node->argmax = save_for_backward(argmax);
         node->input_shape = x.shape();
+        node->dims = pg.dims();
         record(y, node, {x_in});
     }
     return y;
@@ -189,6 +202,8 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
 
 Tensor avg_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
     const PoolGeometry pg(x_in, kernel, stride, padding, "avg_pool2d");
+    check(!device::on_device(x_in), "avg_pool2d has no device kernel yet: run it on the CPU (x.cpu()), or use "
+                                    "max_pool2d, which runs on " + x_in.device().str());
     const Tensor x = x_in.contiguous();
     Tensor y = empty(pg.out_shape(x), x.dtype());
     dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {

@@ -1,6 +1,7 @@
 // The .glm model file: writing, and reading with every check before any trust.
 #include "quant/model_file.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -18,7 +19,9 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'L', 'M', 'O', 'D', 'E', 'L', '\0'};
 constexpr char kEnd[8] = {'G', 'L', 'M', 'E', 'N', 'D', '\0', '\0'};
-constexpr std::uint32_t kVersion = 1;
+// Version 2 added the convolution records; a file without them is written as version 1,
+// which every gradlab since the format's start reads.
+constexpr std::uint32_t kVersion = 2, kFirstVersion = 1;
 constexpr std::size_t kMaxName = 256, kMaxRank = 8;
 
 std::size_t element_size(RecordType t) { return t == RecordType::Int8 ? 1 : 4; }
@@ -129,7 +132,8 @@ ModelRecord record(const std::string& name, RecordType type, std::vector<std::in
 
 void save_records(const std::string& path, ModelKind kind, const std::vector<ModelRecord>& records) {
     std::vector<std::uint8_t> out(kMagic, kMagic + 8);
-    put(out, kVersion);
+    const bool conv = std::any_of(records.begin(), records.end(), [](const ModelRecord& r) { return r.name.ends_with(".conv"); });
+    put(out, conv ? kVersion : kFirstVersion);
     put(out, static_cast<std::uint32_t>(kind));
     put(out, static_cast<std::uint32_t>(records.size()));
     put(out, crc32(out.data(), out.size()));
@@ -176,9 +180,9 @@ std::vector<ModelRecord> load_records(const std::string& path, ModelKind& kind) 
     const auto raw_kind = r.get<std::uint32_t>("the kind");
     const auto count = r.get<std::uint32_t>("the record count");
     if (r.get<std::uint32_t>("the header checksum") != crc32(bytes.data(), 20)) r.fail("header checksum mismatch");
-    if (version != kVersion)
-        throw Error("model file " + path + ": format version " + std::to_string(version) + ", this gradlab reads version " +
-                    std::to_string(kVersion) + "; save the model again with this gradlab");
+    if (version < kFirstVersion || version > kVersion)
+        throw Error("model file " + path + ": format version " + std::to_string(version) + ", this gradlab reads versions " +
+                    std::to_string(kFirstVersion) + " to " + std::to_string(kVersion) + "; save the model again with this gradlab");
     if (raw_kind > 1) r.fail("unknown model kind " + std::to_string(raw_kind));
     kind = static_cast<ModelKind>(raw_kind);
     std::vector<ModelRecord> records;
@@ -229,28 +233,39 @@ void load_float_model(nn::Module& model, const std::string& path) {
     }
 }
 
-void save_quantized_model(const QuantizedMlp& model, const std::string& path) {
-    std::vector<ModelRecord> records;
-    for (std::size_t l = 0; l < model.layers.size(); ++l) {
-        const QuantizedLinear& L = model.layers[l];
-        const std::string p = std::to_string(l) + ".";
-        records.push_back(record(p + "weight", RecordType::Int8, {L.out, L.in}, L.weight, L.weight_params));
-        records.push_back(record(p + "bias", RecordType::Int32, {L.out}, L.bias));
-        records.push_back(record(p + "input", RecordType::Float32, {0}, std::vector<float>{}, {L.input}));
-        records.push_back(record(p + "output", RecordType::Float32, {0}, std::vector<float>{}, {L.output}));
-        records.push_back(record(p + "flags", RecordType::Int32, {2}, std::vector<std::int32_t>{L.relu, L.has_output}));
-    }
-    save_records(path, ModelKind::Int8, records);
+namespace {
+
+// The five records of Linear layer @p index.
+void append_linear(std::vector<ModelRecord>& records, const QuantizedLinear& L, std::size_t index) {
+    const std::string p = std::to_string(index) + ".";
+    records.push_back(record(p + "weight", RecordType::Int8, {L.out, L.in}, L.weight, L.weight_params));
+    records.push_back(record(p + "bias", RecordType::Int32, {L.out}, L.bias));
+    records.push_back(record(p + "input", RecordType::Float32, {0}, std::vector<float>{}, {L.input}));
+    records.push_back(record(p + "output", RecordType::Float32, {0}, std::vector<float>{}, {L.output}));
+    records.push_back(record(p + "flags", RecordType::Int32, {2}, std::vector<std::int32_t>{L.relu, L.has_output}));
 }
 
-QuantizedMlp load_quantized_model(const std::string& path) {
-    ModelKind kind;
-    const std::vector<ModelRecord> records = load_records(path, kind);
-    check(kind == ModelKind::Int8, "model file " + path + " holds a float model; quantize it first (gradlab quantize)");
-    check(!records.empty() && records.size() % 5 == 0, "model file " + path + ": an INT8 model has 5 records per layer");
+// A forged file must not reach the integer arithmetic with a scale that is not a finite
+// positive number or a zero point outside the 8-bit range (overflow).
+bool sane(const QParams& q) { return std::isfinite(q.scale) && q.scale > 0 && q.zero_point >= -128 && q.zero_point <= 255; }
+
+void check_sane(const std::vector<QParams>& weights, const QParams& input, const QParams* output, const std::string& path) {
+    for (const QParams& q : weights)
+        check(sane(q), "model file " + path + ": a weight scale is not a finite positive number or a zero point is "
+                                              "outside [-128, 255]; the file is damaged: quantize the model again");
+    check(sane(input) && (!output || sane(*output)),
+          "model file " + path + ": an activation scale or zero point is out of range; the file is damaged: "
+                                 "quantize the model again");
+}
+
+// The Linear layers in records [first, end), numbered from @p index.
+QuantizedMlp read_linears(const std::vector<ModelRecord>& records, std::size_t first, std::size_t index,
+                          const std::string& path) {
+    check(records.size() > first && (records.size() - first) % 5 == 0,
+          "model file " + path + ": an INT8 model has 5 records per Linear layer");
     QuantizedMlp model;
-    for (std::size_t i = 0; i < records.size(); i += 5) {
-        const std::string p = std::to_string(i / 5) + ".";
+    for (std::size_t i = first; i < records.size(); i += 5, ++index) {
+        const std::string p = std::to_string(index) + ".";
         const ModelRecord &w = records[i], &b = records[i + 1], &in = records[i + 2], &out = records[i + 3],
                           &flags = records[i + 4];
         const bool ok = w.name == p + "weight" && w.type == RecordType::Int8 && w.shape.size() == 2 &&
@@ -259,7 +274,7 @@ QuantizedMlp load_quantized_model(const std::string& path) {
                         in.name == p + "input" && in.qparams.size() == 1 && out.name == p + "output" &&
                         out.qparams.size() == 1 && flags.name == p + "flags" && flags.type == RecordType::Int32 &&
                         flags.shape == std::vector<std::int64_t>{2};
-        check(ok, "model file " + path + ": layer " + std::to_string(i / 5) + "'s records are not a quantized Linear");
+        check(ok, "model file " + path + ": layer " + std::to_string(index) + "'s records are not a quantized Linear");
         QuantizedLinear L;
         L.out = w.shape[0];
         L.in = w.shape[1];
@@ -271,22 +286,130 @@ QuantizedMlp load_quantized_model(const std::string& path) {
         const auto f = values<std::int32_t>(flags);
         L.relu = f[0] != 0;
         L.has_output = f[1] != 0;
-        // A forged file must not reach the integer arithmetic with a scale that is not a
-        // finite positive number or a zero point outside the 8-bit range (overflow).
-        const auto sane = [](const QParams& q) {
-            return std::isfinite(q.scale) && q.scale > 0 && q.zero_point >= -128 && q.zero_point <= 255;
-        };
-        for (const QParams& q : L.weight_params)
-            check(sane(q), "model file " + path + ": a weight scale is not a finite positive number or a zero point is "
-                                                  "outside [-128, 255]; the file is damaged: quantize the model again");
-        check(sane(L.input) && (!L.has_output || sane(L.output)),
-              "model file " + path + ": an activation scale or zero point is out of range; the file is damaged: "
-                                     "quantize the model again");
+        check_sane(L.weight_params, L.input, L.has_output ? &L.output : nullptr, path);
         check(model.layers.empty() || model.layers.back().out == L.in,
-              "model file " + path + ": layer " + std::to_string(i / 5) + " does not take the previous layer's output");
+              "model file " + path + ": layer " + std::to_string(index) + " does not take the previous layer's output");
+        L.pack();
         model.layers.push_back(std::move(L));
     }
     return model;
+}
+
+bool is_cnn(const std::vector<ModelRecord>& records) { return !records.empty() && records[0].name == "input"; }
+
+}  // namespace
+
+void save_quantized_model(const QuantizedMlp& model, const std::string& path) {
+    std::vector<ModelRecord> records;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) append_linear(records, model.layers[l], l);
+    save_records(path, ModelKind::Int8, records);
+}
+
+QuantizedMlp load_quantized_model(const std::string& path) {
+    ModelKind kind;
+    const std::vector<ModelRecord> records = load_records(path, kind);
+    check(kind == ModelKind::Int8, "model file " + path + " holds a float model; quantize it first (gradlab quantize)");
+    check(!is_cnn(records), "model file " + path + " holds an INT8 CNN; load it with load_quantized_cnn");
+    return read_linears(records, 0, 0, path);
+}
+
+void save_quantized_model(const QuantizedCnn& model, const std::string& path) {
+    std::vector<ModelRecord> records;
+    records.push_back(record("input", RecordType::Int32, {3},
+                             std::vector<std::int32_t>{static_cast<std::int32_t>(model.channels),
+                                                       static_cast<std::int32_t>(model.height),
+                                                       static_cast<std::int32_t>(model.width)}));
+    std::size_t l = 0;
+    for (const QuantizedConv2d& c : model.convs) {
+        const std::string p = std::to_string(l++) + ".";
+        const std::vector<std::int32_t> geometry{static_cast<std::int32_t>(c.kernel), static_cast<std::int32_t>(c.stride),
+                                                 static_cast<std::int32_t>(c.padding), static_cast<std::int32_t>(c.pool),
+                                                 c.relu};
+        records.push_back(record(p + "conv", RecordType::Int32, {5}, geometry));
+        records.push_back(record(p + "weight", RecordType::Int8, {c.out, c.kernel, c.kernel, c.in}, c.weight, c.weight_params));
+        records.push_back(record(p + "bias", RecordType::Int32, {c.out}, c.bias));
+        records.push_back(record(p + "input", RecordType::Float32, {0}, std::vector<float>{}, {c.input}));
+        records.push_back(record(p + "output", RecordType::Float32, {0}, std::vector<float>{}, {c.output}));
+    }
+    for (const QuantizedLinear& L : model.head.layers) append_linear(records, L, l++);
+    save_records(path, ModelKind::Int8, records);
+}
+
+QuantizedCnn load_quantized_cnn(const std::string& path) {
+    ModelKind kind;
+    const std::vector<ModelRecord> records = load_records(path, kind);
+    check(kind == ModelKind::Int8, "model file " + path + " holds a float model; quantize it first (gradlab quantize)");
+    check(is_cnn(records), "model file " + path + " holds an INT8 MLP; load it with load_quantized_model");
+    const ModelRecord& input = records[0];
+    check(input.type == RecordType::Int32 && input.shape == std::vector<std::int64_t>{3},
+          "model file " + path + ": the 'input' record is not the images' channels, height and width");
+    const auto chw = values<std::int32_t>(input);
+    check(chw[0] >= 1 && chw[1] >= 1 && chw[2] >= 1 && chw[0] <= 4096 && chw[1] <= 65536 && chw[2] <= 65536,
+          "model file " + path + ": impossible input images " + std::to_string(chw[0]) + "x" + std::to_string(chw[1]) + "x" +
+              std::to_string(chw[2]) + "; the file is damaged: quantize the model again");
+    QuantizedCnn model;
+    model.channels = chw[0];
+    model.height = chw[1];
+    model.width = chw[2];
+    std::int64_t c = model.channels, h = model.height, w = model.width;
+    std::size_t i = 1, l = 0;
+    for (; i < records.size() && records[i].name == std::to_string(l) + ".conv"; i += 5, ++l) {
+        const std::string p = std::to_string(l) + ".", where = "model file " + path + ": convolution " + std::to_string(l);
+        check(i + 5 <= records.size(), where + " is cut short (a convolution has 5 records)");
+        const ModelRecord &geo = records[i], &wt = records[i + 1], &b = records[i + 2], &in = records[i + 3],
+                          &out = records[i + 4];
+        const bool ok = geo.type == RecordType::Int32 && geo.shape == std::vector<std::int64_t>{5} && wt.name == p + "weight" &&
+                        wt.type == RecordType::Int8 && wt.shape.size() == 4 && wt.shape[1] == wt.shape[2] &&
+                        (wt.qparams.size() == 1 || static_cast<std::int64_t>(wt.qparams.size()) == wt.shape[0]) &&
+                        b.name == p + "bias" && b.type == RecordType::Int32 && b.shape == std::vector<std::int64_t>{wt.shape[0]} &&
+                        in.name == p + "input" && in.qparams.size() == 1 && out.name == p + "output" && out.qparams.size() == 1;
+        check(ok, where + "'s records are not a quantized Conv2d");
+        const auto g = values<std::int32_t>(geo);
+        QuantizedConv2d q;
+        q.out = wt.shape[0];
+        q.kernel = wt.shape[1];
+        q.in = wt.shape[3];
+        q.stride = g[1];
+        q.padding = g[2];
+        q.pool = g[3];
+        q.relu = g[4] != 0;
+        check(g[0] == q.kernel && q.stride >= 1 && q.padding >= 0 && q.padding < q.kernel && q.pool >= 1,
+              where + " has an impossible kernel, stride, padding or pooling; the file is damaged: quantize the model again");
+        check(q.in == c, where + " takes " + std::to_string(q.in) + " channels, its input has " + std::to_string(c));
+        const ConvShape s{1, h, w, c, q.kernel, q.stride, q.padding};
+        check(h + 2 * q.padding >= q.kernel && w + 2 * q.padding >= q.kernel && s.out_height() / q.pool >= 1 &&
+                  s.out_width() / q.pool >= 1,
+              where + " does not fit its " + std::to_string(h) + "x" + std::to_string(w) + " input");
+        q.weight = values<std::int8_t>(wt);
+        q.weight_params = wt.qparams;
+        q.bias = values<std::int32_t>(b);
+        q.input = in.qparams[0];
+        q.output = out.qparams[0];
+        check_sane(q.weight_params, q.input, &q.output, path);
+        q.pack();
+        h = s.out_height() / q.pool;
+        w = s.out_width() / q.pool;
+        c = q.out;
+        model.convs.push_back(std::move(q));
+    }
+    check(!model.convs.empty(), "model file " + path + ": an INT8 CNN's 'input' record is followed by no convolution");
+    model.head = read_linears(records, i, l, path);
+    check(model.head.layers[0].in == c * h * w, "model file " + path + ": the first Linear takes " +
+                                                   std::to_string(model.head.layers[0].in) + " features, the convolutions give " +
+                                                   std::to_string(c * h * w));
+    return model;
+}
+
+bool is_quantized_cnn(const std::string& path) {
+    ModelKind kind;
+    return is_cnn(load_records(path, kind)) && kind == ModelKind::Int8;
+}
+
+bool is_float_cnn(const std::string& path) {
+    ModelKind kind;
+    const std::vector<ModelRecord> records = load_records(path, kind);
+    return kind == ModelKind::Float &&
+           std::any_of(records.begin(), records.end(), [](const ModelRecord& r) { return r.shape.size() == 4; });
 }
 
 }  // namespace gl::quant

@@ -11,7 +11,7 @@
 /// The format (all integers little-endian):
 ///
 ///     header   8 bytes  magic "GLMODEL\0"
-///              u32      version (1)
+///              u32      version: 1, or 2 when the file has convolution records
 ///              u32      kind: 0 float model, 1 INT8 model
 ///              u32      number of records
 ///              u32      CRC-32 of the 20 bytes above
@@ -30,6 +30,13 @@
 /// L: "L.weight" (int8 [out, in], one parameter set per tensor or per row), "L.bias"
 /// (int32 [out]), "L.input" (an empty float32 tensor carrying the input's parameters),
 /// "L.output" (the same for the output) and "L.flags" (int32 [2]: relu, has_output).
+///
+/// An INT8 CNN (version 2) starts with "input" (int32 [3]: the images' channels, height,
+/// width), then per convolution L: "L.conv" (int32 [5]: kernel, stride, padding, max-pool
+/// window or 1, relu), "L.weight" (int8 [out, kernel, kernel, in], the NHWC patch order
+/// of quantized_cnn.hpp; one parameter set per tensor or per filter), "L.bias" (int32
+/// [out]), "L.input", "L.output"; then its Linear layers as above, numbered on from the
+/// convolutions, the first one taking the flattened NHWC activations.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +45,7 @@
 
 #include "nn/module.hpp"
 #include "numerics/quantize.hpp"
+#include "quant/quantized_cnn.hpp"
 #include "quant/quantized_mlp.hpp"
 
 namespace gl::quant {
@@ -69,8 +77,16 @@ void save_float_model(const nn::Module& model, const std::string& path);
 void load_float_model(nn::Module& model, const std::string& path);
 /// Saves an INT8 model.
 void save_quantized_model(const QuantizedMlp& model, const std::string& path);
-/// Loads an INT8 model.
+/// Loads an INT8 MLP (throws gl::Error for an INT8 CNN: load_quantized_cnn).
 QuantizedMlp load_quantized_model(const std::string& path);
+/// Saves an INT8 CNN (version 2: convolution records).
+void save_quantized_model(const QuantizedCnn& model, const std::string& path);
+/// Loads an INT8 CNN, checking that its layers fit together.
+QuantizedCnn load_quantized_cnn(const std::string& path);
+/// Whether @p path holds an INT8 CNN (checks the whole file).
+bool is_quantized_cnn(const std::string& path);
+/// Whether @p path holds a float model with a convolution (a 4-d parameter).
+bool is_float_cnn(const std::string& path);
 /// The kind of model in @p path (checks the header only).
 ModelKind model_kind(const std::string& path);
 

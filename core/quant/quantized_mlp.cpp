@@ -53,7 +53,13 @@ QuantizedLinear quantize_linear(const Tensor& weight, const Tensor& bias, QParam
     q.relu = relu;
     q.has_output = has_output;
     q.output = output;
+    q.pack();
     return q;
+}
+
+void QuantizedLinear::pack() {
+    const kernels::Int8GemmArgs g{0, out, in, nullptr, in, 0, weight.data(), in, true, 0, nullptr, 0, nullptr};
+    packed = kernels::pack_int8_weights(kernels::best_int8_gemm(), g);
 }
 
 QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqOptions& options) {
@@ -130,7 +136,7 @@ void quantize_input(const float* x, std::size_t n, QParams p, std::uint8_t* out)
 namespace {
 
 // One layer on u8 input [B, in]: INT8 GEMM with fused requantization to u8.
-std::vector<std::uint8_t> hidden_layer(const QuantizedLinear& L, const std::vector<std::uint8_t>& x, std::int64_t B) {
+std::vector<std::uint8_t> hidden_layer(const QuantizedLinear& L, const std::uint8_t* x, std::int64_t B) {
     std::vector<quant::FixedPointMultiplier> m;
     for (std::int64_t j = 0; j < L.out; ++j)
         m.push_back(requantize_multiplier(L.input.scale, L.weight_param(j).scale, L.output.scale));
@@ -138,17 +144,19 @@ std::vector<std::uint8_t> hidden_layer(const QuantizedLinear& L, const std::vect
     // A fused ReLU: nothing below real 0, i.e. below the output's zero point.
     const QRange range{L.relu ? std::max(L.output.zero_point, kUint8.qmin) : kUint8.qmin, kUint8.qmax};
     kernels::Int8Requant rq{L.bias.data(), m.data(), true, L.output.zero_point, range, y.data(), L.out};
-    kernels::Int8GemmArgs g{B, L.out, L.in, x.data(), L.in, L.input.zero_point, L.weight.data(), L.in, true, 0,
+    kernels::Int8GemmArgs g{B, L.out, L.in, x, L.in, L.input.zero_point, L.weight.data(), L.in, true, 0,
                             nullptr, 0, &rq};
+    if (L.packed.width > 0) g.packed_b = &L.packed;
     kernels::int8_gemm(g);
     return y;
 }
 
 // The last layer: INT32 sums plus bias, dequantized to float logits (the output boundary).
-std::vector<float> last_layer(const QuantizedLinear& L, const std::vector<std::uint8_t>& x, std::int64_t B) {
+std::vector<float> last_layer(const QuantizedLinear& L, const std::uint8_t* x, std::int64_t B) {
     std::vector<std::int32_t> acc(static_cast<std::size_t>(B * L.out));
-    kernels::Int8GemmArgs g{B, L.out, L.in, x.data(), L.in, L.input.zero_point, L.weight.data(), L.in, true, 0,
+    kernels::Int8GemmArgs g{B, L.out, L.in, x, L.in, L.input.zero_point, L.weight.data(), L.in, true, 0,
                             acc.data(), L.out, nullptr};
+    if (L.packed.width > 0) g.packed_b = &L.packed;
     kernels::int8_gemm(g);
     std::vector<float> logits(acc.size());
     for (std::int64_t i = 0; i < B; ++i)
@@ -180,12 +188,26 @@ Tensor QuantizedMlp::forward(const Tensor& x) const {
     }
     std::vector<std::uint8_t> h(static_cast<std::size_t>(xc.numel()));
     quantize_input(xf, h.size(), layers[0].input, h.data());  // the input boundary: float -> u8, once
-    for (std::size_t l = 0; l + 1 < layers.size(); ++l) h = hidden_layer(layers[l], h, B);
-    return from_vector(last_layer(layers.back(), h, B), {B, layers.back().out});
+    return forward_quantized(h.data(), B);
+}
+
+Tensor QuantizedMlp::forward_quantized(const std::uint8_t* x, std::int64_t B) const {
+    check(!layers.empty(), "QuantizedMlp: no layers");
+    std::vector<std::uint8_t> h;
+    for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
+        h = hidden_layer(layers[l], x, B);
+        x = h.data();
+    }
+    return from_vector(last_layer(layers.back(), x, B), {B, layers.back().out});
 }
 
 double QuantizedMlp::accuracy(const Dataset& data, std::size_t batch_size) const {
-    check(data.size() > 0 && batch_size > 0, "QuantizedMlp::accuracy: empty data set or batch size 0");
+    return classification_accuracy(data, batch_size, [this](const Tensor& x) { return forward(x); });
+}
+
+double classification_accuracy(const Dataset& data, std::size_t batch_size,
+                               const std::function<Tensor(const Tensor&)>& forward) {
+    check(data.size() > 0 && batch_size > 0, "accuracy: empty data set or batch size 0");
     std::size_t correct = 0;
     for (std::size_t first = 0; first < data.size(); first += batch_size) {
         std::vector<std::size_t> idx;

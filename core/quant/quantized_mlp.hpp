@@ -11,11 +11,13 @@
 /// (qat.hpp, which converts into this).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/dataset.hpp"
+#include "kernels/gemm_int8.hpp"
 #include "nn/module.hpp"
 #include "numerics/quantize.hpp"
 
@@ -32,6 +34,11 @@ struct QuantizedLinear {
     bool relu = false;                      ///< a ReLU follows (fused: output range starts at its zero point)
     bool has_output = false;                ///< the output is requantized to UINT8 (every layer but the last)
     QParams output;                         ///< UINT8 parameters of the output, when has_output
+    /// The weight packed for kernels::best_int8_gemm() by pack() (empty: the GEMM packs it
+    /// in every call). Pack again after changing the weight.
+    kernels::Int8PackedB packed;
+    /// Packs the weight once, so that the forward pass does not repack it per call.
+    void pack();
     /// Weight parameters of output row @p j.
     QParams weight_param(std::int64_t j) const { return weight_params.size() == 1 ? weight_params[0] : weight_params[j]; }
 };
@@ -43,11 +50,19 @@ public:
     /// Float [B, in] -> float logits [B, classes]: quantize the input, run every layer on
     /// the INT8 GEMM with fused requantization, dequantize the last layer's INT32 sums.
     Tensor forward(const Tensor& x) const;
+    /// The integer part of forward(): @p x is @p batch rows already quantized with the
+    /// first layer's input parameters (a CNN's activations, for its head).
+    Tensor forward_quantized(const std::uint8_t* x, std::int64_t batch) const;
     /// Fraction of @p data classified correctly.
     double accuracy(const Dataset& data, std::size_t batch_size = 1000) const;
     /// "QuantizedMlp(784 -> 128 per-channel, 128 -> 10 per-channel)".
     std::string describe() const;
 };
+
+/// Fraction of @p data that @p forward (inputs -> logits) classifies correctly, in
+/// batches of @p batch_size.
+double classification_accuracy(const Dataset& data, std::size_t batch_size,
+                               const std::function<Tensor(const Tensor&)>& forward);
 
 /// Settings of post-training quantization.
 struct PtqOptions {

@@ -220,6 +220,12 @@ class BadInput(unittest.TestCase):
     def test_qat_options_need_qat(self):
         self.fails(["train", "--qat-epochs", "2"], "--qat")
 
+    def test_qat_and_save_are_for_the_mlp_and_the_cnn(self):
+        # The model file holds Linear and Conv2d layers; the ResNet's batch norm and
+        # residual adds have no INT8 form here.
+        self.fails(["train", "--model", "resnet", "--qat"], "--model mlp or cnn")
+        self.fails(["train", "--model", "resnet", "--save", "r.glm"], "--model mlp or cnn")
+
 
 if __name__ == "__main__":
     if not EXE.exists():

@@ -25,7 +25,9 @@
 #include "device/device_pinned.hpp"
 #include "data/dataset.hpp"
 #include "training/trainer.hpp"
+#include "nn/conv_layers.hpp"
 #include "nn/module.hpp"
+#include "ops/conv.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
 #include "testkit/random.hpp"
@@ -238,6 +240,42 @@ TEST_F(DeviceOps, LossAndMatmul) {
              [](const auto& x) { return reshape(t(x[0]), {3, 8}); });
 }
 
+// The CNN's ops: conv2d by the implicit-GEMM kernel (every option: stride, padding,
+// dilation, groups, bias) and max pooling, with overlapping and padded windows.
+TEST_F(DeviceOps, ConvolutionAndPoolingMatchTheCpu) {
+    Conv2dOptions strided;
+    strided.stride = {2, 1}, strided.padding = {1, 2}, strided.dilation = {1, 2};
+    check_op("conv2d strided, padded, dilated, with bias",
+             {random_tensor({3, 2, 9, 7}, 40), random_tensor({5, 2, 3, 2}, 41), random_tensor({5}, 42)},
+             [&](const auto& x) { return conv2d(x[0], x[1], x[2], strided); }, 1e-4);
+    Conv2dOptions grouped;
+    grouped.groups = 3, grouped.padding = {1, 1};
+    check_op("conv2d in 3 groups, no bias", {random_tensor({2, 6, 5, 11}, 43), random_tensor({9, 2, 3, 3}, 44)},
+             [&](const auto& x) { return conv2d(x[0], x[1], Tensor(), grouped); }, 1e-4);
+    check_op("max_pool2d 2x2", {random_tensor({2, 3, 7, 9}, 45)}, [](const auto& x) { return max_pool2d(x[0], 2); });
+    // Overlapping windows: an input that is the maximum of two windows gets both gradients.
+    check_op("max_pool2d 3x3 stride 2 padding 1", {random_tensor({1, 4, 11, 6}, 46)},
+             [](const auto& x) { return max_pool2d(x[0], 3, 2, 1); });
+}
+
+TEST_F(DeviceOps, ConvolutionRefusesMixedDevicesAndOpsWithoutAKernel) {
+    const Tensor x = random_tensor({1, 2, 5, 5}, 47).to(test_device()), w = random_tensor({3, 2, 3, 3}, 48);
+    try {
+        conv2d(x, w, Tensor());
+        FAIL() << "a CPU weight with a device input was accepted";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("conv2d"), std::string::npos) << m;
+        EXPECT_NE(m.find("weight"), std::string::npos) << m;
+    }
+    try {
+        avg_pool2d(x, 2);
+        FAIL() << "avg_pool2d ran on a device it has no kernel for";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("x.cpu()"), std::string::npos) << e.what();
+    }
+}
+
 TEST_F(DeviceOps, CastsTo16BitAndBackMatchTheCpu) {
     for (DType low : {DType::Float16, DType::BFloat16}) {
         check_op(std::string("cast to ") + name_of(low) + " and back", {random_tensor({5, 9}, 23)},
@@ -298,6 +336,37 @@ TEST_F(DeviceTraining, SimpleNetStepsMatchTheCpuAndNeverWaitForTheDevice) {
     for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(cpu[i], dev[i], 1e-5) << "step " << i;
     EXPECT_GT(cpu.front(), cpu.back()) << "the loss should fall";
     EXPECT_EQ(syncs, 0) << "a training step on a device must not wait for it";
+}
+
+// The CNN (conv, ReLU, pool twice, then two Linear layers) on 8x8 images: three Adam steps
+// on the device give the CPU's losses, and a step never waits for the device.
+TEST_F(DeviceTraining, CnnStepsMatchTheCpuAndNeverWaitForTheDevice) {
+    auto losses = [](Device device, std::int64_t* syncs) {
+        Rng rng(4);
+        auto net = nn::make_cnn(rng, 8, 3, 4, 6, 5);
+        net->to(device);
+        optim::Adam opt(net->parameters(), 0.01);
+        const Tensor x = random_tensor({7, 64}, 49).to(device);
+        const Tensor y = from_vector<std::int32_t>({0, 1, 2, 3, 4, 0, 1}, {7}).to(device);
+        std::vector<Tensor> kept;
+        for (int s = 0; s < 3; ++s) {
+            const std::int64_t before = device::transfer_stats().host_syncs;
+            opt.zero_grad();
+            const Tensor loss = cross_entropy((*net)(x), y);
+            loss.backward();
+            opt.step();
+            *syncs += device::transfer_stats().host_syncs - before;
+            kept.push_back(loss);
+        }
+        std::vector<double> out;
+        for (const Tensor& l : kept) out.push_back(l.item());
+        return out;
+    };
+    std::int64_t cpu_syncs = 0, device_syncs = 0;
+    const auto cpu = losses(kCpu, &cpu_syncs), dev = losses(test_device(), &device_syncs);
+    for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(cpu[i], dev[i], 1e-4) << "step " << i;
+    EXPECT_GT(cpu.front(), cpu.back()) << "the loss should fall";
+    EXPECT_EQ(device_syncs, 0) << "a CNN step on a device must not wait for it";
 }
 
 TEST_F(DeviceTraining, ModelAndOptimizerStateMove) {

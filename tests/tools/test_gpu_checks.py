@@ -57,8 +57,9 @@ class DryRun(unittest.TestCase):
             result = rows(table)
             for step in ("machine", "cuda", "build", "runtime", "device tests", "sgemm", "hgemm"):
                 self.assertEqual(result.get(step), "passed", f"{step}: {result}")
-            # Issue 13's checks do not exist yet: said so, not passed.
-            self.assertEqual(result.get("device tensor"), "not built yet")
+            # SimpleNet on the CPU runtime and the CPU, one epoch each, the same accuracy.
+            self.assertEqual(result.get("device tensor"), "passed", result)
+            self.assertRegex(table, r"cuda_cpu epoch [0-9.]+ s, test acc 0\.[0-9]+; cpu epoch [0-9.]+ s, test acc 0\.[0-9]+")
             self.assertEqual(result.get("streams claims"), "passed", result)
             self.assertIn("## CUDA SGEMM family vs cuBLAS", table)
             self.assertIn("## Tensor-core GEMM (WMMA) vs cuBLAS", table)

@@ -120,6 +120,39 @@ TEST_P(Int8Gemm, FusedRequantizationMatchesTheOracle) {
     }
 }
 
+// Weights packed once (pack_int8_weights, as a quantized layer does when it is built) give
+// the same sums as B packed inside the call, on one and two threads (the threads take
+// blocks from a shared counter, so two threads and one must agree exactly too); weights
+// packed for another shape are refused.
+TEST_P(Int8Gemm, PrepackedWeightsMatchPackingPerCall) {
+    const Int8GemmKernel& k = kernel();
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (k.pack_width == 0) GTEST_SKIP() << k.name << " does not pack B";
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (const Problem& p : problems()) {
+            Operands o = operands(p);
+            const Int8PackedB packed = pack_int8_weights(k, o.args);
+            EXPECT_EQ(packed.width, k.pack_width);
+            std::vector<std::int32_t> got(static_cast<std::size_t>(std::max<std::int64_t>(p.M * o.args.ldc, 1)), -7);
+            std::vector<std::int32_t> want = got;
+            o.args.C = want.data();
+            run_int8_gemm(k, o.args);
+            o.args.C = got.data();
+            o.args.packed_b = &packed;
+            run_int8_gemm(k, o.args);
+            ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K << " threads " << threads;
+        }
+    }
+    set_num_threads(1);
+    Operands small = operands({13, 37, 50, true, 7, 0, 0}), other = operands({13, 36, 50, true, 7, 0, 0});
+    const Int8PackedB packed = pack_int8_weights(k, other.args);
+    std::vector<std::int32_t> c(13 * 37);
+    small.args.C = c.data();
+    small.args.packed_b = &packed;
+    EXPECT_THROW(run_int8_gemm(k, small.args), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, Int8Gemm, ::testing::ValuesIn([] {
                              std::vector<std::string> names;
                              for (const auto& k : int8_gemm_kernels())

@@ -213,15 +213,15 @@ TEST(ModelFile, AnotherVersionIsNamed) {
     const std::string path = temp_path("version.glm");
     save_float_model(*t.net, path);
     std::vector<char> b = read_all(path);
-    b[8] = 2;  // version 2, with the header checksum fixed so only the version is wrong
+    b[8] = 3;  // version 3, with the header checksum fixed so only the version is wrong
     const std::uint32_t crc = crc32(b.data(), 20);
     std::memcpy(b.data() + 20, &crc, 4);
     write_all(path, b);
     try {
         load_float_model(*t.net, path);
-        FAIL() << "version 2 loaded";
+        FAIL() << "version 3 loaded";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos) << e.what();
     }
     std::filesystem::remove(path);
 }

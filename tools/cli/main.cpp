@@ -230,12 +230,12 @@ void check_train_args(const TrainArgs& a) {
                         "without memory accounting");
     if ((a.qat || !a.save.empty()) && parallel)
         throw gl::Error("--qat and --save are for one worker; drop --workers/--backend");
-    if (conv_net && a.device != "cpu")
-        throw gl::Error("--model " + a.model + " trains on the CPU: the convolution, pooling and batch-norm ops have "
-                        "no device kernels yet; use --device cpu, or --model mlp on --device " + a.device);
-    if (a.model != "mlp" && (a.qat || !a.save.empty()))
-        throw gl::Error("--qat and --save are for --model mlp (the quantized model file holds Linear layers); "
-                        "drop them or use --model mlp");
+    if (a.model == "resnet" && a.device != "cpu")
+        throw gl::Error("--model resnet trains on the CPU: batch norm has no device kernels yet; use --device cpu, or "
+                        "--model cnn or mlp on --device " + a.device);
+    if (a.model != "mlp" && a.model != "cnn" && (a.qat || !a.save.empty()))
+        throw gl::Error("--qat and --save are for --model mlp and --model cnn (the model file holds Linear and Conv2d "
+                        "layers); drop them or use --model mlp or cnn");
     if (a.qat && a.precision != "fp32")
         throw gl::Error("--qat fine-tunes in fp32 with fake INT8 quantization; drop --precision");
     if (!a.qat && (a.per_tensor || a.qat_epochs != 1))
@@ -338,10 +338,10 @@ int cmd_train(TrainArgs a) {
         });
     profiling.finish();
     if (a.qat) {
-        // --qat is for --model mlp (check_train_args), which make_model builds as a Sequential.
-        auto* mlp = dynamic_cast<gl::nn::Sequential*>(net.get());
-        gl::check(mlp != nullptr, "--qat needs --model mlp");
-        gl::cli::qat_finetune(*mlp, train, test, opt, a.qat_epochs, !a.per_tensor, a.save);
+        // --qat is for --model mlp and cnn (check_train_args), which make_model builds as Sequentials.
+        auto* seq = dynamic_cast<gl::nn::Sequential*>(net.get());
+        gl::check(seq != nullptr, "--qat needs --model mlp or cnn");
+        gl::cli::qat_finetune(*seq, train, test, opt, a.qat_epochs, !a.per_tensor, a.save);
     } else if (!a.save.empty()) {
         gl::quant::save_float_model(*net, a.save);
         fmt::print("written: {} ({} bytes)\n", a.save, gl::cli::file_bytes(a.save));

@@ -23,6 +23,7 @@
 #include "cuda_cpu/cuda_compat.hpp"
 #include "cuda_cpu/cuda_fp16_compat.hpp"
 #include "cuda_cpu/streams.hpp"
+#include "kernels/cuda/conv.cuh"
 #include "kernels/cuda/sgemm.cuh"
 #include "kernels/cuda/sgemm.hpp"
 #include "kernels/cuda/tensor_ops.hpp"
@@ -183,6 +184,63 @@ __global__ void cross_entropy_backward_kernel(int64_t rows, int64_t cols, const 
     }
 }
 
+// ---- max pooling ----
+
+/// The first and one-past-last input rows (or columns) of a window starting at @p start,
+/// clipped to [0, size): the padding's taps never win, so they are not visited.
+__device__ __forceinline__ int64_t window_first(int64_t start) { return start > 0 ? start : 0; }
+__device__ __forceinline__ int64_t window_last(int64_t start, int64_t kernel, int64_t size) {
+    return start + kernel < size ? start + kernel : size;
+}
+
+/// A thread per output: the largest value of its window and where it is in the plane.
+__global__ void max_pool_forward_kernel(PoolDims d, const float* x, float* y, std::int32_t* argmax) {
+    const int64_t outputs = d.planes * d.P * d.Q;
+    for (int64_t i = first_index(); i < outputs; i += grid_stride()) {
+        const int64_t q = i % d.Q, p = (i / d.Q) % d.P, plane = i / (d.P * d.Q);
+        const float* in = x + plane * d.H * d.W;
+        const int64_t row0 = p * d.stride - d.pad, col0 = q * d.stride - d.pad;
+        const int64_t h_first = window_first(row0), h_last = window_last(row0, d.kernel, d.H);
+        const int64_t w_first = window_first(col0), w_last = window_last(col0, d.kernel, d.W);
+        int64_t best_at = h_first * d.W + w_first;
+        float best = in[best_at];
+        for (int64_t ih = h_first; ih < h_last; ++ih)
+            for (int64_t iw = w_first; iw < w_last; ++iw)
+                if (in[ih * d.W + iw] > best) best = in[ih * d.W + iw], best_at = ih * d.W + iw;
+        y[i] = best;
+        argmax[i] = static_cast<std::int32_t>(best_at);
+    }
+}
+
+/// The outputs p whose window (p * stride - pad, kernel taps) covers input row @p ih:
+/// [first, last), within [0, outputs).
+__device__ __forceinline__ void covering_windows(int64_t ih, int64_t kernel, int64_t stride, int64_t pad,
+                                                 int64_t outputs, int64_t& first, int64_t& last) {
+    const int64_t lowest_start = ih + pad - kernel + 1;  // p * stride >= this
+    first = lowest_start > 0 ? (lowest_start + stride - 1) / stride : 0;
+    const int64_t highest = (ih + pad) / stride + 1;     // p * stride <= ih + pad
+    last = highest < outputs ? highest : outputs;
+}
+
+/// A thread per input element: it gathers the gradients of the windows whose maximum it
+/// was, so no two threads write one element and no atomics are needed (windows overlap when
+/// stride < kernel). The windows are visited in output order, as the CPU adds them.
+__global__ void max_pool_backward_kernel(PoolDims d, const float* dy, const std::int32_t* argmax, float* dx) {
+    const int64_t inputs = d.planes * d.H * d.W;
+    for (int64_t i = first_index(); i < inputs; i += grid_stride()) {
+        const int64_t iw = i % d.W, ih = (i / d.W) % d.H, plane = i / (d.H * d.W);
+        const int64_t here = ih * d.W + iw, out0 = plane * d.P * d.Q;
+        int64_t p_first, p_last, q_first, q_last;
+        covering_windows(ih, d.kernel, d.stride, d.pad, d.P, p_first, p_last);
+        covering_windows(iw, d.kernel, d.stride, d.pad, d.Q, q_first, q_last);
+        float sum = 0.0f;
+        for (int64_t p = p_first; p < p_last; ++p)
+            for (int64_t q = q_first; q < q_last; ++q)
+                if (argmax[out0 + p * d.Q + q] == here) sum += dy[out0 + p * d.Q + q];
+        dx[i] = sum;
+    }
+}
+
 // ---- optimizers ----
 
 __global__ void sgd_kernel(int64_t n, float* p, const float* g, float* v, float lr, float momentum, float wd) {
@@ -312,6 +370,15 @@ DeviceKernels make_device_kernels(const char* runtime) {
     k.cross_entropy_backward = &cross_entropy_backward;
     k.sgemm = [](int M, int N, int K, const float* A, const float* B, float* C) {
         launch_sgemm<gl::cuda::Direct>(cuda_sgemm_best_version(), M, N, K, A, B, C);
+    };
+    k.conv = [](conv::ConvPass pass, const conv::ConvGeometry& g, const float* a, const float* b, float* out) {
+        launch_conv(2, pass, g, a, b, out);  // the implicit GEMM: the family's fastest
+    };
+    k.max_pool_forward = [](const PoolDims& d, const float* x, float* y, std::int32_t* argmax) {
+        launch_n(max_pool_forward_kernel, d.planes * d.P * d.Q, d, x, y, argmax);
+    };
+    k.max_pool_backward = [](const PoolDims& d, const float* dy, const std::int32_t* argmax, float* dx) {
+        launch_n(max_pool_backward_kernel, d.planes * d.H * d.W, d, dy, argmax, dx);
     };
     k.sgd_step = [](int64_t n, float* p, const float* g, float* v, float lr, float momentum, float wd) {
         launch_n(sgd_kernel, n, n, p, g, v, lr, momentum, wd);

@@ -1,8 +1,9 @@
 /// @file
 /// @brief Host entry points of the CUDA kernels a training step needs on a device
 /// (tensor_ops.cuh): element-wise and broadcast arithmetic, strided copies, reductions,
-/// log-softmax and cross-entropy, the SGD and Adam updates, 16-bit casts, and the SGEMM
-/// family's best version; plus the runtime's memory calls. One table per runtime.
+/// log-softmax and cross-entropy, the SGD and Adam updates, 16-bit casts, the SGEMM
+/// family's best version, the convolution's implicit GEMM and max pooling (the CNN); plus
+/// the runtime's memory calls. One table per runtime.
 ///
 /// Plain C++: the kernels are written once in tensor_ops.cuh and compiled twice, by g++ for
 /// the CPU runtime (tensor_ops_cpu.cpp) and by nvcc for a GPU (tensor_ops_gpu.cu). Each
@@ -17,6 +18,8 @@
 #include <cstdint>
 
 #include "cuda_cpu/host_api.hpp"
+#include "kernels/cpu/conv/autotune.hpp"  // ConvPass
+#include "kernels/cpu/conv/conv.hpp"
 #include "kernels/cpu/elementwise.hpp"
 
 namespace gl::kernels {
@@ -47,6 +50,20 @@ struct ReduceIndex {
     std::int64_t shape[kMaxDeviceDims] = {};     ///< input extents
     std::int64_t strides[kMaxDeviceDims] = {};   ///< input strides
     bool reduced[kMaxDeviceDims] = {};           ///< summed dimensions
+};
+
+/// The windows of a max pooling over @p planes NCHW planes of H x W: square windows of
+/// @p kernel taps, @p stride apart, @p pad rows and columns of padding that never win;
+/// P x Q outputs per plane.
+struct PoolDims {
+    std::int64_t planes = 0;  ///< N * C
+    std::int64_t H = 0;       ///< input rows
+    std::int64_t W = 0;       ///< input columns
+    std::int64_t kernel = 1;  ///< window side
+    std::int64_t stride = 1;  ///< step between windows
+    std::int64_t pad = 0;     ///< padding on each side
+    std::int64_t P = 0;       ///< output rows
+    std::int64_t Q = 0;       ///< output columns
 };
 
 /// Element-wise binary operations of the broadcast kernel.
@@ -116,6 +133,15 @@ struct DeviceKernels {
     // ---- linear algebra ----
     /// C = A B, contiguous row-major (the SGEMM family's best version).
     void (*sgemm)(int M, int N, int K, const float* A, const float* B, float* C);
+    // ---- convolution and pooling (the CNN) ----
+    /// Pass @p pass of the convolution @p g by the implicit-GEMM kernel (kernels/cuda/conv.cuh,
+    /// version 2), operands as there: (x, w) -> y, (dy, w) -> dx, (x, dy) -> dw, overwritten.
+    void (*conv)(conv::ConvPass pass, const conv::ConvGeometry& g, const float* a, const float* b, float* out);
+    /// y = the largest value of each window, argmax = where it is in its plane (ih * W + iw);
+    /// ties and NaN as on the CPU (the first tap starts, a later one wins only if larger).
+    void (*max_pool_forward)(const PoolDims& d, const float* x, float* y, std::int32_t* argmax);
+    /// dx[i] = the sum of dy over the windows whose maximum was input element i.
+    void (*max_pool_backward)(const PoolDims& d, const float* dy, const std::int32_t* argmax, float* dx);
     // ---- optimizers (the same updates as kernels/cpu/elementwise.hpp) ----
     /// SGD with momentum and weight decay.
     void (*sgd_step)(std::int64_t n, float* p, const float* g, float* v, float lr, float momentum, float wd);

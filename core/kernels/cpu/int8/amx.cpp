@@ -75,7 +75,7 @@ void gemm_int8_amx(const Int8GemmArgs& g) {
 
 Int8GemmKernel gemm_int8_amx_kernel() {
     return {"int8_amx", "AMX-INT8 tiles: 16x64 u8 by 64x16 s8 per tdpbusd into a 16x16 INT32 tile (untested here)",
-            "amx_tile amx_int8", &has_amx_int8, &gemm_int8_amx};
+            "amx_tile amx_int8", &has_amx_int8, &gemm_int8_amx, false, kTile, kChunk};
 }
 
 }  // namespace gl::kernels

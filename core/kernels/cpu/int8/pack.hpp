@@ -16,8 +16,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "base/error.hpp"
@@ -35,11 +37,8 @@ inline std::int8_t b_element(const Int8GemmArgs& g, std::int64_t k, std::int64_t
 }
 
 /// B packed in slivers of `width` columns, K padded to `kp` (a multiple of 4), layout
-/// [sliver][kp / 4][width][4]; plus each column's sum over the real K.
-struct PackedB {
-    std::vector<std::int8_t> data;          ///< the packed slivers
-    std::vector<std::int32_t> column_sums;  ///< sum over K of each column (for the zero point of A)
-};
+/// [sliver][kp / 4][width][4]; plus each column's sum over the real K (kernels/gemm_int8.hpp).
+using PackedB = Int8PackedB;
 
 /// Copies the @p K values of @p src (stride @p step between them) into @p dst laid out
 /// in groups of @p group values, @p stride bytes from one group to the next. A
@@ -65,6 +64,10 @@ std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
 /// Packs all of op(B) (slivers in parallel: they are independent).
 inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp) {
     PackedB p;
+    p.N = g.N;
+    p.K = g.K;
+    p.width = width;
+    p.kp = kp;
     const std::int64_t slivers = round_up(g.N, width) / width;
     p.data.assign(static_cast<std::size_t>(slivers * width * kp), 0);
     p.column_sums.assign(static_cast<std::size_t>(slivers * width), 0);
@@ -155,29 +158,52 @@ struct Blocking {
     bool column_major = false;  ///< the micro-kernel stores element (r, c) at tile[c * MR + r]
 };
 
+/// op(B) packed for this call's blocking: the caller's (Int8GemmArgs::packed_b), checked
+/// against the blocking, or a fresh packing into @p own.
+inline const PackedB& packed_b_for(const Int8GemmArgs& g, const Blocking& bl, std::int64_t kp, PackedB& own) {
+    if (!g.packed_b) return own = pack_b(g, bl.nr, kp);
+    const PackedB& p = *g.packed_b;
+    check(p.N == g.N && p.K == g.K && p.width == bl.nr && p.kp == kp,
+          "int8 GEMM: the packed weights were packed for another shape or kernel (N " + std::to_string(p.N) + ", K " +
+              std::to_string(p.K) + ", width " + std::to_string(p.width) + "); pack them with pack_int8_weights for the "
+              "kernel that runs");
+    return p;
+}
+
 /// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
 /// accumulate is false, writes) the raw sums of one A sliver x B sliver over kc values of
-/// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major). B is packed once; blocks of MC rows x
-/// NC columns of the result run on the intra-op threads, each packing its rows of A over
-/// all of K. Inside a block, K goes in passes of KC so that a B sliver (KC x NR bytes)
-/// stays in L1 while the A slivers stream past; the block's tiles live in a per-thread
-/// buffer until the last pass, and the epilogue (requantization included) runs on each
-/// tile as soon as it is finished.
+/// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major).
+/// B is packed once per call, or not at all when the caller packed it beforehand
+/// (Int8GemmArgs::packed_b: a layer's weights, packed when the layer is built).
+///
+/// The result is cut into blocks of MC rows x NC columns. The intra-op threads take
+/// blocks from a shared atomic counter, one at a time, rather than a fixed share each:
+/// on a machine where another process takes one core for a while, the thread on the
+/// other core simply takes more blocks, where a fixed half-and-half split waits for the
+/// slow half. Blocks are numbered row-major, so a thread that takes consecutive blocks
+/// of the same rows keeps its packed A. Inside a block, K goes in passes of KC so that a
+/// B sliver (KC x NR bytes) stays in L1 while the A slivers stream past; the block's
+/// tiles live in a per-thread buffer until the last pass, and the epilogue
+/// (requantization included) runs on each tile as soon as it is finished.
 template <class Micro>
 void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
     if (g.M == 0 || g.N == 0) return;
     check(bl.nr <= kMaxTileColumns, "int8 blocked_gemm: micro-tile wider than requantize_row's row buffer");
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
-    const PackedB b = pack_b(g, bl.nr, kp);
+    PackedB own;
+    const PackedB& b = packed_b_for(g, bl, kp, own);
     const std::int64_t row_blocks = (g.M + bl.mc - 1) / bl.mc, col_blocks = (g.N + bl.nc - 1) / bl.nc;
+    const std::int64_t blocks = row_blocks * col_blocks;
     const std::int64_t mc_tiles = round_up(bl.mc, bl.mr) / bl.mr;
-    parallel_for(row_blocks * col_blocks, 1, [&](std::int64_t first, std::int64_t last) {
+    std::atomic<std::int64_t> next_block{0};
+    const int threads = static_cast<int>(std::min<std::int64_t>(get_num_threads(), blocks));
+    parallel_run(threads, [&](int) {
         std::vector<std::uint8_t> a(static_cast<std::size_t>(round_up(bl.mc, bl.mr) * kp));
         std::vector<std::int32_t> row_sums(static_cast<std::size_t>(bl.mc));
         std::vector<std::int32_t> tiles(static_cast<std::size_t>(mc_tiles * bl.mr * bl.nc));
         std::int64_t packed_block = -1;
-        for (std::int64_t t = first; t < last; ++t) {
-            const std::int64_t ib = t / col_blocks, jb = t % col_blocks;  // row-major over blocks: A reused
+        for (std::int64_t t = next_block++; t < blocks; t = next_block++) {
+            const std::int64_t ib = t / col_blocks, jb = t % col_blocks;
             const std::int64_t i0 = ib * bl.mc, mc = std::min(bl.mc, g.M - i0);
             const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, g.N - j0);
             if (ib != packed_block) {

@@ -33,7 +33,7 @@ bool always() { return true; }
 
 Int8GemmKernel gemm_int8_portable_kernel() {
     return {"int8_portable", "packed, blocked loops with a plain C++ 4x16 micro-kernel (every CPU)", "", &always,
-            &gemm_int8_portable};
+            &gemm_int8_portable, false, kNR, 4};
 }
 
 }  // namespace gl::kernels

@@ -91,7 +91,7 @@ void gemm_int8_vnni(const Int8GemmArgs& g) {
 
 Int8GemmKernel gemm_int8_vnni_kernel() {
     return {"int8_vnni", "packed 12x32 micro-kernel on AVX512-VNNI vpdpbusd (u8 x s8 in fours into INT32)",
-            "avx512_vnni", &has_vnni, &gemm_int8_vnni};
+            "avx512_vnni", &has_vnni, &gemm_int8_vnni, false, kNR, 4};
 }
 
 }  // namespace gl::kernels
