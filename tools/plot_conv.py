@@ -72,9 +72,22 @@ def provenance(path: Path) -> str:
     return ", ".join(parts) if parts else "machine, date and load not recorded in the JSON"
 
 
+# The registry's order (kernels/cpu/conv/conv.hpp), then the peers; names not listed
+# (a newer algorithm) follow in the order the JSON has them.
+ALGORITHM_ORDER = ["direct", "im2col", "winograd_f2", "winograd_f4", "fft", "fft_fftw", "implicit_gemm",
+                   "onednn", "onednn_blocked"]
+
+
+def ordered(names, order: list[str]) -> list[str]:
+    """@p names in @p order's order, the ones @p order lacks after them in their own order
+    (with --benchmark_enable_random_interleaving the JSON's order is random)."""
+    names = list(dict.fromkeys(names))
+    return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), names.index(n)))
+
+
 def plot(plt, table: dict[str, dict[str, float]], out: Path, subtitle: str = "") -> Path:
-    layers = list(table)
-    algorithms = list(dict.fromkeys(a for per_layer in table.values() for a in per_layer))
+    layers = sorted(table, key=lambda layer: (not layer.startswith("cnn."), layer))  # the CNN's, then the ResNet's
+    algorithms = ordered((a for per_layer in table.values() for a in per_layer), ALGORITHM_ORDER)
     width = 0.8 / len(algorithms)
     fig, ax = plt.subplots(figsize=(11, 5))
     colors = plt.get_cmap("tab10")
@@ -86,7 +99,7 @@ def plot(plt, table: dict[str, dict[str, float]], out: Path, subtitle: str = "")
     ax.set_xticklabels(layers, rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("ms per forward pass (batch 64)")
-    title = "Convolution algorithms per layer shape (missing bar: the algorithm cannot run it)"
+    title = "Convolution algorithms per layer shape (no bar: the algorithm cannot run it, or direct with C > 16, not timed)"
     ax.set_title(title + ("\n" + subtitle if subtitle else ""), fontsize="medium")
     ax.legend(ncol=4, fontsize="small")
     ax.grid(axis="y", which="both", alpha=0.3)

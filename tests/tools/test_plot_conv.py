@@ -50,6 +50,13 @@ class Times(unittest.TestCase):
             self.read(bench([{**run("Conv/a/fft/real_time", 1.0), "time_unit": "us"}]))
 
 
+class Order(unittest.TestCase):
+    def test_algorithms_keep_the_registry_order_whatever_the_json_order(self):
+        names = ["onednn", "implicit_gemm", "newest", "direct", "im2col"]
+        self.assertEqual(plot_conv.ordered(names, plot_conv.ALGORITHM_ORDER),
+                         ["direct", "im2col", "implicit_gemm", "onednn", "newest"])
+
+
 class Provenance(unittest.TestCase):
     def read(self, context: dict) -> str:
         with tempfile.TemporaryDirectory() as d:

@@ -37,6 +37,7 @@ std::vector<kc::ConvGeometry> shape_grid() {
         geom(2, 3, 8, 7, 4, 5, 3, 1, 2, 1, 1),    // 5x3 filter
         geom(1, 4, 7, 7, 8, 1, 1, 1, 0, 1, 1),    // 1x1
         geom(2, 5, 13, 13, 7, 3, 3, 3, 0, 1, 1),  // stride 3
+        geom(1, 2, 6, 5, 3, 3, 3, 1, 3, 1, 1),    // padding past the filter's reach (3 > 2)
         geom(1, 8, 14, 14, 4, 3, 3, 1, 1, 1, 4),  // groups 4
     };
     grid.back().stride_w = 1;
@@ -159,6 +160,29 @@ TEST(Conv, WinogradCountsTwoAndAQuarterAndFourTimesFewerMultiplies) {
     }
 }
 
+TEST(Conv, ImplicitGemmCountsTheDroppedGridColumns) {
+    // 16x16 outputs on an 18-wide padded grid (no padding: the grid is the image): each
+    // output row computes 18 positions and keeps 16; 16 rows of 18 are 6 whole tiles of
+    // 48, and 16 filters two whole tiles of 8 (forward) or four of 4 (weight gradient),
+    // 72 taps twelve of 6.
+    const kc::ConvGeometry g = geom(2, 8, 18, 18, 16, 3, 3, 1, 0, 1, 1);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::Forward) * 16, g.direct_multiplies() * 18);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::BackwardWeight) * 16, g.direct_multiplies() * 18);
+    // A stride splits the image into phases, each a plane of the grid: stride 2 on 18x18
+    // gives 9x9 phase planes and 8x8 outputs, 8 rows of 9 grid positions = 72, which tiles
+    // of 16 cover with the fewest extra (80; tiles of 32 or 48 would need 96).
+    const kc::ConvGeometry strided = geom(2, 8, 18, 18, 16, 3, 3, 2, 0, 1, 1);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 80 * 72);
+}
+
+TEST(Conv, ImplicitGemmSumsTheWeightGradientOverChunksOfImages) {
+    // 19 images: on any thread count some thread has more than one chunk of 8 and a ragged one.
+    for (const kc::ConvGeometry& g : {geom(19, 3, 7, 6, 5, 3, 3, 1, 1, 1, 1), geom(19, 4, 9, 9, 6, 3, 3, 2, 1, 1, 2)}) {
+        SCOPED_TRACE(g.str());
+        EXPECT_LT(max_relative_error(run_all<double>(kc::ConvAlgo::ImplicitGemm, g).dw, run_all<double>(kc::ConvAlgo::Direct, g).dw), 1e-12);
+    }
+}
+
 TEST(Conv, DirectSkipsThePaddingTaps) {
     const kc::ConvGeometry g = geom(1, 1, 3, 3, 1, 3, 3, 1, 1, 1, 1);
     // Of the 9 outputs' 81 taps, 81 - 4 corners x 5 - 4 edges x 3 = 49 land inside.
@@ -227,6 +251,34 @@ TEST(Pooling, MaxAndAverageForwardAndGradcheck) {
               (std::vector<double>{-4, -3, -3, -2, -1, -1, -2, -1, -1}));
     EXPECT_THROW(max_pool2d(zeros({1, 1, 2, 2}), 3), Error);
     EXPECT_EQ(flatten(zeros({2, 3, 4, 5})).shape(), (Shape{2, 60}));
+}
+
+TEST(Pooling, TwoByTwoWindowsMatchTheDefinitionTiesIncluded) {
+    // Values 0..3 (hashed) on 7x17 planes (8 outputs a row: the 2x2 loop's, not the general one's):
+    // most windows hold ties, and the gradient must reach the first of the equal maxima
+    // (row by row), as the general loop does; the odd last row and column belong to no window.
+    const std::int64_t H = 7, W = 17, P = 3, Q = 8;
+    const Shape shape{2, 3, H, W};
+    std::vector<double> values;
+    for (std::uint64_t i = 0; i < 2 * 3 * H * W; ++i) values.push_back(static_cast<double>((i * 0x9E3779B97F4A7C15ull >> 60) % 4));
+    const Tensor x = from_vector<double>(values, shape).set_requires_grad();
+    const Tensor y = max_pool2d(x, 2, 2, 0);
+    sum(y).backward();
+    std::vector<double> expected_y, expected_grad(values.size(), 0.0);
+    for (std::int64_t plane = 0; plane < 6; ++plane)
+        for (std::int64_t p = 0; p < P; ++p)
+            for (std::int64_t q = 0; q < Q; ++q) {
+                std::int64_t best = plane * H * W + 2 * p * W + 2 * q;
+                for (std::int64_t i = 0; i < 2; ++i)
+                    for (std::int64_t j = 0; j < 2; ++j) {
+                        const std::int64_t at = plane * H * W + (2 * p + i) * W + 2 * q + j;
+                        if (values[static_cast<std::size_t>(at)] > values[static_cast<std::size_t>(best)]) best = at;
+                    }
+                expected_y.push_back(values[static_cast<std::size_t>(best)]);
+                expected_grad[static_cast<std::size_t>(best)] += 1.0;
+            }
+    EXPECT_EQ(y.to_vector<double>(), expected_y);
+    EXPECT_EQ(x.grad().to_vector<double>(), expected_grad);
 }
 
 TEST(BatchNorm, TrainingNormalizesAndUpdatesTheRunningStatistics) {

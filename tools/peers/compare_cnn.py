@@ -12,6 +12,12 @@ is <= 0.5).
 
     tools/peers/compare_cnn.py [--gradlab build/tools/gradlab] [--epochs 1] [--rounds 2]
                                [--threads 2] [--limit N] [--json out.json]
+                               [--allocator direct|caching] [--baseline OTHER_GRADLAB]
+
+--allocator is passed to our side (`train --allocator`: malloc per tensor, or the caching
+allocator that reuses freed blocks). --baseline times a second gradlab binary (e.g. the
+main branch's build) in the same alternating rounds, so a change is measured before and
+after under the same load; its ratio to PyTorch is printed too.
 
 --limit N trains on the first N examples only (both sides), so an "epoch" here is N
 examples; the test accuracy then means little. Without PyTorch (python3-torch) the table
@@ -39,15 +45,22 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, help="train on the first N examples only (both sides)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--allocator", choices=["direct", "caching"], default="direct")
+    ap.add_argument("--baseline", type=Path, help="another gradlab binary, timed in the same rounds")
     args = ap.parse_args()
     if not args.gradlab.exists():
         ap.error(f"{args.gradlab} does not exist: build first (./gradlab build) or pass --gradlab")
     if min(args.epochs, args.rounds, args.threads) < 1 or (args.limit is not None and args.limit < 1):
         ap.error("--epochs, --rounds, --threads and --limit must be at least 1")
+    if args.baseline and not args.baseline.exists():
+        ap.error(f"{args.baseline} does not exist")
 
     extra = ["--model", "cnn"] + (["--limit", str(args.limit)] if args.limit else [])
+    ours = extra + ["--allocator", args.allocator]
     python = torch_python()
     epochs: dict[str, list[dict]] = {"gradlab": []}
+    if args.baseline:
+        epochs["baseline"] = []
     if python:
         epochs["pytorch"] = []
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"gradlab-cnn-peer-{os.getpid()}.json"
@@ -55,8 +68,9 @@ def main() -> int:
         for r in range(args.rounds):
             for name in epochs:
                 print(f"round {r + 1}/{args.rounds}: {name}", file=sys.stderr, flush=True)
-                if name == "gradlab":
-                    epochs[name] += run_gradlab(args.gradlab, args.epochs, args.threads, extra)
+                if name in ("gradlab", "baseline"):
+                    binary = args.gradlab if name == "gradlab" else args.baseline
+                    epochs[name] += run_gradlab(binary, args.epochs, args.threads, ours)
                 else:  # OpenBLAS's own threads would fight PyTorch's on the same cores
                     epochs[name] += run_torch(python, args.epochs, args.threads, "1", scratch, extra)
     finally:
@@ -65,7 +79,7 @@ def main() -> int:
     medians = {name: statistics.median(e["seconds"] for e in runs) for name, runs in epochs.items()}
     examples = f"{args.limit} examples" if args.limit else "60000 examples"
     print(f"CNN (conv32-conv64-128-10), Adam, batch 64, {args.threads} threads, "
-          f"{args.rounds} rounds x {args.epochs} epochs of {examples}")
+          f"{args.rounds} rounds x {args.epochs} epochs of {examples}, our allocator {args.allocator}")
     print(f"{'':10} {'best s':>8} {'median s':>9} {'test acc':>9}")
     rows = []
     for name, runs in epochs.items():
@@ -78,11 +92,15 @@ def main() -> int:
         # best epochs: the first gradlab epoch also times every algorithm once (the autotuner)
         ratio = min(e["seconds"] for e in epochs["gradlab"]) / min(e["seconds"] for e in epochs["pytorch"])
         print(f"ours / PyTorch, best epoch time: {ratio:.2f} (target <= 0.5: {'met' if ratio <= 0.5 else 'not met'})")
+        if args.baseline:
+            base = min(e["seconds"] for e in epochs["baseline"]) / min(e["seconds"] for e in epochs["pytorch"])
+            print(f"baseline / PyTorch, best epoch time: {base:.2f}")
     else:
         print(f"{'pytorch':10} not installed (apt-get install python3-torch)")
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
-                                         "limit": args.limit, "rows": rows, "ours_over_pytorch": ratio},
+                                         "limit": args.limit, "allocator": args.allocator, "rows": rows,
+                                         "ours_over_pytorch": ratio},
                                         indent=2) + "\n")
     return 0
 

@@ -66,6 +66,7 @@ const std::vector<ConvAlgorithm>& conv_algorithms() {
         {ConvAlgo::WinogradF4, "winograd_f4", "F(4x4,3x3): 36 multiplies per 4x4 output tile instead of 144"},
         {ConvAlgo::Fft, "fft", "pointwise products of radix-2 FFTs"},
         {ConvAlgo::FftFftw, "fft_fftw", "the same products, FFTW's transforms (peer library)"},
+        {ConvAlgo::ImplicitGemm, "implicit_gemm", "im2col's GEMM reading shifted runs of the padded image in place"},
     };
     return table;
 }
@@ -111,6 +112,7 @@ void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y)
         case ConvAlgo::WinogradF4: return winograd::forward(4, g, x, w, y);
         case ConvAlgo::Fft: return fft::forward(fft::FftBackend::Ours, g, x, w, y);
         case ConvAlgo::FftFftw: return fft::forward(fft::FftBackend::Fftw, g, x, w, y);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::forward(g, x, w, y);
     }
 }
 
@@ -124,6 +126,7 @@ void backward_data(ConvAlgo algo, const ConvGeometry& g, const T* dy, const T* w
         case ConvAlgo::WinogradF4: return winograd::backward_data(4, g, dy, w, dx);
         case ConvAlgo::Fft: return fft::backward_data(fft::FftBackend::Ours, g, dy, w, dx);
         case ConvAlgo::FftFftw: return fft::backward_data(fft::FftBackend::Fftw, g, dy, w, dx);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::backward_data(g, dy, w, dx);
     }
 }
 
@@ -137,6 +140,7 @@ void backward_weight(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* 
         case ConvAlgo::WinogradF4: return winograd::backward_weight(4, g, x, dy, dw);
         case ConvAlgo::Fft: return fft::backward_weight(fft::FftBackend::Ours, g, x, dy, dw);
         case ConvAlgo::FftFftw: return fft::backward_weight(fft::FftBackend::Fftw, g, x, dy, dw);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::backward_weight(g, x, dy, dw);
     }
 }
 

@@ -14,6 +14,10 @@
 ///     own radix-2 FFT, so the cost no longer grows with the filter's size.
 ///     `fft_fftw` (4b_fftw.cpp): the same, with FFTW's transforms (the optimized peer;
 ///     unsupported in a build without libfftw3-dev).
+///  5. `implicit_gemm` (5_implicit_gemm.cpp): im2col's GEMM without the col matrix: each
+///     tap's row of col is a shifted run of the zero-padded image (of one of its stride x
+///     stride phases), read in place by a register-tiled (AVX-512) kernel; no copy of the
+///     receptive fields, no packing.
 ///
 /// Layouts: input x [N, C, H, W], weight w [K, C/groups, R, S], output y [N, K, P, Q], all
 /// contiguous. Every function overwrites its output. T is float or double (double for
@@ -65,12 +69,12 @@ struct ConvGeometry {
 };
 
 /// The algorithms of this family.
-enum class ConvAlgo { Direct, Im2col, WinogradF2, WinogradF4, Fft, FftFftw };
+enum class ConvAlgo { Direct, Im2col, WinogradF2, WinogradF4, Fft, FftFftw, ImplicitGemm };
 
 /// One algorithm: its name, the idea it adds, and which problems it can solve.
 struct ConvAlgorithm {
     ConvAlgo algo;     ///< which
-    std::string name;  ///< registry key: direct, im2col, winograd_f2, winograd_f4, fft, fft_fftw
+    std::string name;  ///< registry key: direct, im2col, winograd_f2, winograd_f4, fft, fft_fftw, implicit_gemm
     std::string idea;  ///< one line for tables
 };
 
@@ -148,6 +152,12 @@ template <class T> void forward(FftBackend b, const ConvGeometry& g, const T* x,
 template <class T> void backward_data(FftBackend b, const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
 template <class T> void backward_weight(FftBackend b, const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
 }  // namespace fft
+/// 5. Implicit GEMM on the padded grid.
+namespace implicit_gemm {
+template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y);  ///< y = conv(x, w)
+template <class T> void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
+template <class T> void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
+}  // namespace implicit_gemm
 
 /// Adds @p n to the multiply count (for the versions' loops).
 void count_multiplies(std::int64_t n);

@@ -1,0 +1,464 @@
+// 5. Implicit GEMM on a padded grid (stride 1). im2col's col matrix has one row per filter
+// tap (c, r, s), and with stride 1 that row is just the image shifted by (r, s). So copy
+// the image once into a zero-padded buffer xp of Hp x Wp per channel, and compute the
+// output on the same Wp-wide grid (output (p, q) at grid position j = p Wp + q): tap
+// (c, r, s)'s row of col is then the contiguous run
+//
+//   xp + c Hp Wp + r dilation Wp + s dilation + j,
+//
+// and the GEMM  Y [K/groups, P Wp] = W [K/groups, (C/groups) R S] x (shifted rows)  reads
+// its right operand in place: no col matrix to write, no packing of it for the GEMM. The
+// price is the Wp - Q grid columns right of each output row, computed and dropped
+// (2 of 30 at 28x28 with padding 1).
+//
+// The register tile is 8 filters x NR grid positions (NR = 16, 32 or 48, chosen per shape
+// to waste the fewest positions): 8 NR/16 vector accumulators stay in registers for the
+// whole sum over taps, each tap costing one load of NR values of xp and 8 broadcasts of
+// packed filter values. On AVX-512 the tile is written with intrinsics; elsewhere (and in
+// float64, for gradcheck) the same loops in plain C++.
+//
+// A stride of 2 (or more) is the same after one more copy: split the padded image into
+// its 2 x 2 phases (even rows and even columns, even rows and odd columns, ...), each a
+// plane of half the size; output (p, q) then reads tap (r, s) from phase
+// (r dilation mod 2, s dilation mod 2) at (p + r dilation div 2, q + s dilation div 2),
+// again a shifted run of a plane.
+//
+// The backward passes:
+//  - the data gradient of a stride-1 convolution is a stride-1 convolution of dy, padded
+//    by (R - 1) dilation - pad (negative: cropped), with the filters flipped and their
+//    channels and filters swapped, so it runs the forward loop; with a stride, each phase
+//    of dx receives from its own taps only (those with r dilation = its row's phase mod
+//    the stride), each a stride-1 convolution of dy over those taps;
+//  - the weight gradient dW [k, tap] = sum over j of dy_grid [k, j] xp [tap's offset + j]
+//    is a dot product of two contiguous runs per (filter, tap): a tile of 4 filters x 6
+//    taps of dot products, vectorised along j and carried across a chunk of images.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/conv/conv.hpp"
+#include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+// GCC 12's AVX-512 intrinsics initialise their "undefined" pass-through operand from
+// itself, which -W(maybe-)uninitialized reports at every use (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#define GL_X86 1
+#else
+#define GL_X86 0
+#endif
+
+namespace gl::kernels::conv::implicit_gemm {
+namespace {
+
+constexpr int kFilters = 8;      // filters per forward register tile
+constexpr int kDotFilters = 4;   // filters per weight-gradient tile
+constexpr int kDotTaps = 6;      // taps per weight-gradient tile
+constexpr int kVector = 16;      // floats per AVX-512 register: grid positions per step
+constexpr std::int64_t kSlack = 64;  // zeros after the padded image: a tile reads up to 47 positions past the outputs
+
+std::int64_t round_up(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
+
+// One convolution on a padded grid: `channels` input planes, each split into sh x sw
+// phase planes of hp x wp (zero padding included), to `filters` output planes of P x Q.
+// With stride 1 there is one phase: the padded plane itself.
+struct Grid {
+    std::int64_t channels = 0, hp = 0, wp = 0, filters = 0;
+    std::int64_t R = 0, S = 0, dh = 1, dw = 1;  // filter size and dilation
+    std::int64_t P = 0, Q = 0;
+    std::int64_t sh = 1, sw = 1;  // stride: phases per plane
+    std::int64_t plane() const { return hp * wp; }
+    std::int64_t taps() const { return channels * R * S; }
+    std::int64_t positions() const { return P * wp; }  // grid positions of the P output rows
+    // The last tap's run ends (S - 1) dilation past the planes, plus the last tile's overhang.
+    std::int64_t padded_size() const { return channels * sh * sw * plane() + (S - 1) * dw + kSlack; }
+    // Where tap (c, r, s)'s run starts in xp: the GEMM's right operand, row by row.
+    std::vector<std::int64_t> tap_offsets(std::int64_t round_to = 1) const {
+        std::vector<std::int64_t> off(static_cast<std::size_t>(round_up(taps(), round_to)), 0);
+        for (std::int64_t c = 0; c < channels; ++c)
+            for (std::int64_t r = 0; r < R; ++r)
+                for (std::int64_t s = 0; s < S; ++s) {
+                    const std::int64_t phase = (c * sh + r * dh % sh) * sw + s * dw % sw;
+                    off[static_cast<std::size_t>((c * R + r) * S + s)] = phase * plane() + r * dh / sh * wp + s * dw / sw;
+                }
+        return off;
+    }
+};
+
+// Copies `channels` planes of h x w from src into dst's planes with src(0, 0) at padded
+// position (top, left) (negative: the first rows or columns are cropped), zeros
+// elsewhere; with a stride, padded position (i sh + a, j sw + b) goes to (i, j) of phase
+// plane (a, b).
+template <class T>
+void copy_padded(const T* src, std::int64_t channels, std::int64_t h, std::int64_t w, const Grid& gr, std::int64_t top,
+                 std::int64_t left, T* dst) {
+    std::fill(dst, dst + gr.padded_size(), T(0));
+    if (gr.sh == 1 && gr.sw == 1) {  // one phase: whole rows
+        const std::int64_t i0 = std::max<std::int64_t>(0, -top), i1 = std::min(h, gr.hp - top);
+        const std::int64_t j0 = std::max<std::int64_t>(0, -left), j1 = std::min(w, gr.wp - left);
+        if (j1 <= j0) return;
+        for (std::int64_t c = 0; c < channels; ++c)
+            for (std::int64_t i = i0; i < i1; ++i)
+                std::copy(src + (c * h + i) * w + j0, src + (c * h + i) * w + j1, dst + c * gr.plane() + (i + top) * gr.wp + j0 + left);
+        return;
+    }
+    for (std::int64_t c = 0; c < channels; ++c)
+        for (std::int64_t a = 0; a < gr.sh; ++a)
+            for (std::int64_t b = 0; b < gr.sw; ++b) {
+                T* phase = dst + ((c * gr.sh + a) * gr.sw + b) * gr.plane();
+                for (std::int64_t i = 0; i < gr.hp; ++i) {
+                    const std::int64_t ih = i * gr.sh + a - top;
+                    if (ih < 0 || ih >= h) continue;
+                    for (std::int64_t j = 0; j < gr.wp; ++j) {
+                        const std::int64_t iw = j * gr.sw + b - left;
+                        if (iw >= 0 && iw < w) phase[i * gr.wp + j] = src[(c * h + ih) * w + iw];
+                    }
+                }
+            }
+}
+
+// The filters packed for the forward tile: panel f0 / 8 holds, for each tap t, the 8
+// values weight(f0 + i, t) (zeros past the last filter).
+template <class T, class Weight>
+std::vector<T> pack_filters(std::int64_t filters, std::int64_t taps, Weight&& weight) {
+    std::vector<T> packed(static_cast<std::size_t>(round_up(filters, kFilters) * taps), T(0));
+    for (std::int64_t f = 0; f < filters; ++f)
+        for (std::int64_t t = 0; t < taps; ++t)
+            packed[static_cast<std::size_t>(((f / kFilters) * taps + t) * kFilters + f % kFilters)] = weight(f, t);
+    return packed;
+}
+
+// ---- the forward tile: out[8 x NR] = A panel [taps x 8]^T x shifted runs of xp ----------
+
+template <class T, int NR>
+void tile_portable(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+    T acc[kFilters][NR] = {};
+    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
+        const T* b = x + off[t];
+        for (int i = 0; i < kFilters; ++i)
+            for (int j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+    }
+    for (int i = 0; i < kFilters; ++i) std::copy(acc[i], acc[i] + NR, out + i * ldo);
+}
+
+#if GL_X86
+template <int NV>
+__attribute__((target("avx512f"))) void tile_avx512(std::int64_t taps, const float* a, const std::int64_t* off,
+                                                     const float* x, float* out, std::int64_t ldo) {
+    __m512 acc[kFilters][NV];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm512_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
+        const float* b = x + off[t];
+        __m512 bv[NV];
+        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * kVector);
+        for (int i = 0; i < kFilters; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < kFilters; ++i)
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + i * ldo + v * kVector, acc[i][v]);
+}
+#endif
+
+bool use_avx512() {
+    static const bool avx512 = GL_X86 && sys::cpu_info().features.avx512f;
+    return avx512;
+}
+
+template <class T, int NV>
+void tile(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+#if GL_X86
+    if constexpr (std::is_same_v<T, float>)
+        if (use_avx512()) return tile_avx512<NV>(taps, a, off, x, out, ldo);
+#endif
+    tile_portable<T, NV * kVector>(taps, a, off, x, out, ldo);
+}
+
+// Vectors per tile (1, 2 or 3 of 16 positions): the one that computes the fewest wasted
+// positions past the last row, the widest of equals.
+int vectors_per_tile(std::int64_t positions) {
+    int best = 3;
+    for (int nv = 2; nv >= 1; --nv)
+        if (round_up(positions, nv * kVector) < round_up(positions, best * kVector)) best = nv;
+    return best;
+}
+
+// Per-thread scratch, reused from call to call.
+template <class T>
+struct Scratch {
+    std::vector<T> padded, out, grid_dy, dw;
+    static Scratch& get() {
+        thread_local Scratch s;
+        return s;
+    }
+};
+
+// y [filters, P, Q] = the convolution of the padded planes xp with the packed filters.
+// @p taps taps, at offsets @p off (all of the grid's, or a phase's subset).
+template <class T>
+void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
+                   std::vector<T>& out) {
+    const int nv = vectors_per_tile(gr.positions());
+    const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width);
+    out.resize(static_cast<std::size_t>(kFilters * ldo));
+    for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
+        const T* panel = packed + f0 * taps;
+        for (std::int64_t j = 0; j < ldo; j += width) {
+            if (nv == 3) tile<T, 3>(taps, panel, off, xp + j, out.data() + j, ldo);
+            if (nv == 2) tile<T, 2>(taps, panel, off, xp + j, out.data() + j, ldo);
+            if (nv == 1) tile<T, 1>(taps, panel, off, xp + j, out.data() + j, ldo);
+        }
+        for (std::int64_t i = 0; i < std::min<std::int64_t>(kFilters, gr.filters - f0); ++i)  // drop the grid's extra columns
+            for (std::int64_t p = 0; p < gr.P; ++p)
+                std::copy_n(out.data() + i * ldo + p * gr.wp, gr.Q, y + ((f0 + i) * gr.P + p) * gr.Q);
+    }
+    count_multiplies(round_up(gr.filters, kFilters) * ldo * taps);
+}
+
+// ---- the weight gradient's tile: 4 x 6 dot products of runs of dy_grid and xp ----------
+
+// The operands of the weight gradient's tiles for a chunk of images: image i's grid of dy
+// rows at dy + i dy_image (row k at k ld), its padded planes at x + i x_image. The dot
+// products run over every image of the chunk before their vectors are summed across lanes
+// (one horizontal sum per tile per chunk, not per image: on a 7x7 plane an image is only
+// 4 vectors long).
+template <class T>
+struct DotOperands {
+    std::int64_t images, length, ld, dy_image, x_image;
+    const T* dy;
+    const T* x;
+};
+
+template <class T>
+void dot_tile_portable(const DotOperands<T>& d, const std::int64_t* off, T* out) {
+    T acc[kDotFilters][kDotTaps] = {};
+    for (std::int64_t n = 0; n < d.images; ++n)
+        for (int i = 0; i < kDotFilters; ++i)
+            for (int t = 0; t < kDotTaps; ++t) {
+                const T* dy = d.dy + n * d.dy_image + i * d.ld;
+                const T* x = d.x + n * d.x_image + off[t];
+                for (std::int64_t j = 0; j < d.length; ++j) acc[i][t] += dy[j] * x[j];
+            }
+    for (int i = 0; i < kDotFilters; ++i)
+        for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = acc[i][t];
+}
+
+#if GL_X86
+__attribute__((target("avx512f"))) void dot_tile_avx512(const DotOperands<float>& d, const std::int64_t* off, float* out) {
+    __m512 acc[kDotFilters][kDotTaps];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm512_setzero_ps();
+    for (std::int64_t n = 0; n < d.images; ++n) {
+        const float* dy = d.dy + n * d.dy_image;
+        const float* x = d.x + n * d.x_image;
+        for (std::int64_t j = 0; j < d.length; j += kVector) {  // length is a multiple of 16
+            __m512 dv[kDotFilters];
+            for (int i = 0; i < kDotFilters; ++i) dv[i] = _mm512_loadu_ps(dy + i * d.ld + j);
+            for (int t = 0; t < kDotTaps; ++t) {
+                const __m512 xv = _mm512_loadu_ps(x + off[t] + j);
+                for (int i = 0; i < kDotFilters; ++i) acc[i][t] = _mm512_fmadd_ps(dv[i], xv, acc[i][t]);
+            }
+        }
+    }
+    for (int i = 0; i < kDotFilters; ++i)
+        for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = _mm512_reduce_add_ps(acc[i][t]);
+}
+#endif
+
+template <class T>
+void dot_tile(const DotOperands<T>& d, const std::int64_t* off, T* out) {
+#if GL_X86
+    if constexpr (std::is_same_v<T, float>)
+        if (use_avx512()) return dot_tile_avx512(d, off, out);
+#endif
+    dot_tile_portable(d, off, out);
+}
+
+// The forward grid of g: the input padded by pad on every side, in stride x stride phases.
+Grid forward_grid(const ConvGeometry& g) {
+    const auto phase_extent = [](std::int64_t padded, std::int64_t stride) { return (padded + stride - 1) / stride; };
+    return {g.group_in(), phase_extent(g.in_h + 2 * g.pad_h, g.stride_h), phase_extent(g.in_w + 2 * g.pad_w, g.stride_w),
+            g.group_out(), g.kernel_h, g.kernel_w, g.dilation_h, g.dilation_w, g.out_h(), g.out_w(), g.stride_h, g.stride_w};
+}
+
+// The offset of image n's block of the group's channels in a [N, channels, h, w] tensor.
+std::int64_t block(std::int64_t n, std::int64_t group, std::int64_t channels, std::int64_t per_group, std::int64_t plane) {
+    return (n * channels + group * per_group) * plane;
+}
+
+
+// The data gradient with a stride, phase by phase. Padded input row u = p sh + r dh
+// receives from tap r of output row p, so the rows of phase a (u = i sh + a) receive
+// only from the taps with r dh mod sh = a, through output row i - r dh div sh: a
+// stride-1 convolution of dy, padded above by the largest such shift, over those taps
+// (with their filters' channels and filters swapped). Each phase's result is scattered
+// to its rows and columns of dx; padding positions are dropped.
+template <class T>
+void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
+    const std::int64_t Cg = g.group_in(), Kg = g.group_out(), R = g.kernel_h, S = g.kernel_w, P = g.out_h(), Q = g.out_w();
+    const std::int64_t sh = g.stride_h, sw = g.stride_w, H = g.in_h, W = g.in_w;
+    const std::int64_t top = (R - 1) * g.dilation_h / sh, left = (S - 1) * g.dilation_w / sw;  // the largest shifts
+    const std::int64_t rows = (H + 2 * g.pad_h + sh - 1) / sh, cols = (W + 2 * g.pad_w + sw - 1) / sw;  // a phase's extent
+    // dy padded by the shifts: output (i, j) of a phase reads dy[i - shift, j - shift'].
+    const Grid gr{Kg, std::max(rows, P) + top + 1, std::max(cols, Q) + left, Cg, R, S, g.dilation_h, g.dilation_w, rows, cols};
+    struct Phase {
+        std::vector<std::int64_t> off;       // each tap's run in padded dy
+        std::vector<std::vector<T>> packed;  // per group
+    };
+    std::vector<Phase> phases(static_cast<std::size_t>(sh * sw));
+    for (std::int64_t a = 0; a < sh; ++a)
+        for (std::int64_t b = 0; b < sw; ++b) {
+            Phase& ph = phases[static_cast<std::size_t>(a * sw + b)];
+            std::vector<std::int64_t> k_of, r_of, s_of;  // the phase's taps
+            for (std::int64_t k = 0; k < Kg; ++k)
+                for (std::int64_t r = 0; r < R; ++r)
+                    for (std::int64_t s = 0; s < S; ++s) {
+                        if (r * g.dilation_h % sh != a || s * g.dilation_w % sw != b) continue;
+                        k_of.push_back(k), r_of.push_back(r), s_of.push_back(s);
+                        ph.off.push_back(k * gr.plane() + (top - r * g.dilation_h / sh) * gr.wp + left - s * g.dilation_w / sw);
+                    }
+            for (std::int64_t group = 0; group < g.groups; ++group)
+                ph.packed.push_back(pack_filters<T>(Cg, static_cast<std::int64_t>(ph.off.size()), [&](std::int64_t c, std::int64_t t) {
+                    const auto i = static_cast<std::size_t>(t);
+                    return w[(((group * Kg + k_of[i]) * Cg + c) * R + r_of[i]) * S + s_of[i]];
+                }));
+        }
+    parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        std::vector<T>& result = s.grid_dy;  // one phase of dx's block: [Cg, rows, cols]
+        result.resize(static_cast<std::size_t>(Cg * rows * cols));
+        for (std::int64_t ng = begin; ng < end; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
+            T* dx_block = dx + block(n, group, g.in_channels, Cg, H * W);
+            for (std::int64_t a = 0; a < sh; ++a)
+                for (std::int64_t b = 0; b < sw; ++b) {
+                    const Phase& ph = phases[static_cast<std::size_t>(a * sw + b)];
+                    convolve_grid(gr, static_cast<std::int64_t>(ph.off.size()), s.padded.data(),
+                                  ph.packed[static_cast<std::size_t>(group)].data(), ph.off.data(), result.data(), s.out);
+                    for (std::int64_t c = 0; c < Cg; ++c)  // phase position (i, j) is dx[i sh + a - pad, j sw + b - pad]
+                        for (std::int64_t i = 0; i < rows; ++i) {
+                            const std::int64_t ih = i * sh + a - g.pad_h;
+                            if (ih < 0 || ih >= H) continue;
+                            for (std::int64_t j = 0; j < cols; ++j) {
+                                const std::int64_t iw = j * sw + b - g.pad_w;
+                                if (iw >= 0 && iw < W) dx_block[(c * H + ih) * W + iw] = result[static_cast<std::size_t>((c * rows + i) * cols + j)];
+                            }
+                        }
+                }
+        }
+    });
+}
+
+}  // namespace
+
+template <class T>
+void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
+    const Grid gr = forward_grid(g);
+    const std::int64_t Kg = g.group_out(), taps = gr.taps(), H = g.in_h, W = g.in_w;
+    const std::vector<std::int64_t> off = gr.tap_offsets();
+    std::vector<std::vector<T>> packed;  // per group
+    for (std::int64_t group = 0; group < g.groups; ++group)
+        packed.push_back(pack_filters<T>(Kg, taps, [&](std::int64_t k, std::int64_t t) { return w[(group * Kg + k) * taps + t]; }));
+    // One task per (image, group): each pads its input planes and writes its own output planes.
+    parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        for (std::int64_t ng = begin; ng < end; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(x + block(n, group, g.in_channels, gr.channels, H * W), gr.channels, H, W, gr, g.pad_h, g.pad_w, s.padded.data());
+            convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+                          y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out);
+        }
+    });
+}
+
+template <class T>
+void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
+    if (g.stride_h != 1 || g.stride_w != 1) return backward_data_strided(g, dy, w, dx);
+    const std::int64_t Cg = g.group_in(), Kg = g.group_out(), R = g.kernel_h, S = g.kernel_w, P = g.out_h(), Q = g.out_w();
+    // dy padded by the filter's reach less the forward padding; the output is dx's H x W.
+    const std::int64_t top = (R - 1) * g.dilation_h - g.pad_h, left = (S - 1) * g.dilation_w - g.pad_w;
+    const Grid gr{Kg, g.in_h + (R - 1) * g.dilation_h, g.in_w + (S - 1) * g.dilation_w, Cg, R, S, g.dilation_h, g.dilation_w, g.in_h, g.in_w};
+    const std::vector<std::int64_t> off = gr.tap_offsets();
+    std::vector<std::vector<T>> packed;
+    for (std::int64_t group = 0; group < g.groups; ++group)  // filter c's tap (k, r, s) is w[k, c, R-1-r, S-1-s]
+        packed.push_back(pack_filters<T>(Cg, gr.taps(), [&](std::int64_t c, std::int64_t t) {
+            const std::int64_t k = t / (R * S), r = t / S % R, s = t % S;
+            return w[(((group * Kg + k) * Cg + c) * R + (R - 1 - r)) * S + (S - 1 - s)];
+        }));
+    parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
+        Scratch<T>& s = Scratch<T>::get();
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        for (std::int64_t ng = begin; ng < end; ++ng) {
+            const std::int64_t n = ng / g.groups, group = ng % g.groups;
+            copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
+            convolve_grid(gr, gr.taps(), s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+                          dx + block(n, group, g.in_channels, Cg, g.in_h * g.in_w), s.out);
+        }
+    });
+}
+
+template <class T>
+void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
+    const Grid gr = forward_grid(g);
+    const std::int64_t Kg = g.group_out(), taps = gr.taps(), P = gr.P, Q = gr.Q;
+    const std::int64_t length = round_up(gr.positions(), kVector);  // dy_grid's rows, zeros past the outputs
+    const std::int64_t filters = round_up(Kg, kDotFilters), tap_tiles = round_up(taps, kDotTaps);
+    const std::int64_t x_image = gr.padded_size(), dy_image = filters * length;
+    constexpr std::int64_t kChunk = 8;  // images whose operands are laid out together (~1 MB for the CNN's conv2)
+    const std::vector<std::int64_t> off = gr.tap_offsets(kDotTaps);  // the extra taps read xp[j] and are dropped
+    const int threads = get_num_threads();
+    // Every image adds to all of dw: each thread sums its images into its own copy.
+    std::vector<std::vector<T>> sums(static_cast<std::size_t>(threads), std::vector<T>(static_cast<std::size_t>(g.weight_size()), T(0)));
+    parallel_run(threads, [&](int thread) {
+        Scratch<T>& s = Scratch<T>::get();
+        T* sum = sums[static_cast<std::size_t>(thread)].data();
+        const std::int64_t first = g.batch * thread / threads, last = g.batch * (thread + 1) / threads;
+        for (std::int64_t group = 0; group < g.groups; ++group)
+            for (std::int64_t n0 = first; n0 < last; n0 += kChunk) {
+                const std::int64_t count = std::min(kChunk, last - n0);
+                s.padded.resize(static_cast<std::size_t>(count * x_image));
+                s.grid_dy.assign(static_cast<std::size_t>(count * dy_image), T(0));
+                for (std::int64_t i = 0; i < count; ++i) {
+                    const std::int64_t n = n0 + i;
+                    copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w,
+                                gr, g.pad_h, g.pad_w, s.padded.data() + i * x_image);
+                    const T* dy_block = dy + block(n, group, g.out_channels, Kg, P * Q);
+                    T* grid = s.grid_dy.data() + i * dy_image;
+                    for (std::int64_t k = 0; k < Kg; ++k)  // dy on the grid: row p at p Wp, zeros between rows
+                        for (std::int64_t p = 0; p < P; ++p) std::copy_n(dy_block + (k * P + p) * Q, Q, grid + k * length + p * gr.wp);
+                }
+                T tile[kDotFilters * kDotTaps];
+                for (std::int64_t k0 = 0; k0 < filters; k0 += kDotFilters)
+                    for (std::int64_t t0 = 0; t0 < tap_tiles; t0 += kDotTaps) {
+                        const DotOperands<T> d{count, length, length, dy_image, x_image, s.grid_dy.data() + k0 * length, s.padded.data()};
+                        dot_tile(d, off.data() + t0, tile);
+                        for (std::int64_t i = 0; i < std::min<std::int64_t>(kDotFilters, Kg - k0); ++i)
+                            for (std::int64_t t = 0; t < std::min<std::int64_t>(kDotTaps, taps - t0); ++t)
+                                sum[(group * Kg + k0 + i) * taps + t0 + t] += tile[i * kDotTaps + t];
+                    }
+                count_multiplies(count * filters * tap_tiles * length);
+            }
+    });
+    std::fill(dw, dw + g.weight_size(), T(0));
+    for (const auto& sum : sums)
+        for (std::int64_t i = 0; i < g.weight_size(); ++i) dw[i] += sum[static_cast<std::size_t>(i)];
+}
+
+#define GL_CONV_IMPLICIT_INSTANTIATE(T)                                                \
+    template void forward<T>(const ConvGeometry&, const T*, const T*, T*);            \
+    template void backward_data<T>(const ConvGeometry&, const T*, const T*, T*);      \
+    template void backward_weight<T>(const ConvGeometry&, const T*, const T*, T*);
+GL_CONV_IMPLICIT_INSTANTIATE(float)
+GL_CONV_IMPLICIT_INSTANTIATE(double)
+#undef GL_CONV_IMPLICIT_INSTANTIATE
+
+}  // namespace gl::kernels::conv::implicit_gemm
