@@ -466,8 +466,12 @@ TEST_F(DeviceTraining, FitCopiesBatchIPlus1OnACopyStreamWhileStepIComputes) {
             EXPECT_EQ(copies[i].stream, copies[0].stream) << "one copy stream";
             EXPECT_FALSE(copies[i].pageable) << "copy " << i << " read pageable memory: the host waited for it";
             if (i % 2 == 0) staging.insert(copies[i].src);
-            if (i >= 4 && i % 2 == 0) EXPECT_EQ(copies[i].src, copies[i - 4].src) << "batch i reuses batch i-2's slot";
-            if (i >= 2 && i % 2 == 0) EXPECT_NE(copies[i].src, copies[i - 2].src) << "batch i+1 has the other slot";
+            if (i >= 4 && i % 2 == 0) {
+                EXPECT_EQ(copies[i].src, copies[i - 4].src) << "batch i reuses batch i-2's slot";
+            }
+            if (i >= 2 && i % 2 == 0) {
+                EXPECT_NE(copies[i].src, copies[i - 2].src) << "batch i+1 has the other slot";
+            }
         }
         EXPECT_EQ(staging.size(), 2u) << "two staging slots";
         // Step j's kernels: after batch j's copy, not after batch j+1's.
@@ -485,10 +489,11 @@ TEST_F(DeviceTraining, FitCopiesBatchIPlus1OnACopyStreamWhileStepIComputes) {
                     << "batch " << j + 1 << "'s copy is ordered against a kernel of step " << j
                     << ": they cannot overlap";
             }
-            if (j >= 1)
+            if (j >= 1) {
                 for (const TimelineEntry& k : step[j - 1])
                     EXPECT_TRUE(happens_before(k, copies[2 * (j + 1)]))
                         << "batch " << j + 1 << "'s copy is not ordered after step " << j - 1 << "'s kernels";
+            }
         }
     }
 }
