@@ -20,6 +20,7 @@
 #include "quant/quantized_mlp.hpp"
 #include "training/toy_models.hpp"
 #include "training/trainer.hpp"
+#include "testkit/files.hpp"
 
 namespace gl::quant {
 namespace {
@@ -160,14 +161,8 @@ TEST(ModelFile, Int8FileIsAboutFourTimesSmaller) {
     std::filesystem::remove(i8);
 }
 
-std::vector<char> read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_all(const std::string& path, const std::vector<char>& bytes) {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using testkit::read_all;
+using testkit::write_all;
 
 std::string load_error(const std::string& path) {
     try {
