@@ -120,7 +120,6 @@ struct Conv2dBackward final : Node {
     // The same three gradients by the device's implicit-GEMM kernel; the bias gradient is
     // the device's sum over the images and the plane.
     std::vector<Tensor> backward_on_device(const Tensor& g) const {
-        namespace kc = kernels::conv;
         Tensor dx, dw, db;
         if (next[0]) dx = device::conv_pass(kc::ConvPass::BackwardData, geometry, g, w, x.shape());
         if (next[1]) dw = device::conv_pass(kc::ConvPass::BackwardWeight, geometry, x, g, w.shape());

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <memory>
 
-#include "autograd/grad_mode.hpp"
 #include "base/error.hpp"
 #include "nn/conv_layers.hpp"
 #include "numerics/observer.hpp"
@@ -284,15 +283,9 @@ QuantizedCnn build_quantized_cnn(const std::vector<QuantizableLayer>& layers, co
 QuantizedCnn quantize_cnn(nn::Sequential& model, const Dataset& data, const PtqOptions& options) {
     std::int64_t side = 0;
     const std::vector<QuantizableLayer> layers = cnn_layers(model, &read_float_layer, side);
-    const std::size_t n = std::min(options.calibration, data.size());
-    check(n > 0 && options.batch_size > 0, "quantize: needs at least one calibration example and a batch size");
     std::vector<std::unique_ptr<Observer>> observers;  // one per layer input
     for (std::size_t i = 0; i < layers.size(); ++i) observers.push_back(make_observer(options.observer, 1));
-    const NoGradGuard no_grad;
-    for (std::size_t first = 0; first < n; first += options.batch_size) {
-        std::vector<std::size_t> idx;
-        for (std::size_t i = first; i < std::min(n, first + options.batch_size); ++i) idx.push_back(i);
-        Tensor x = data.get_batch(idx).inputs;
+    for_each_calibration_batch(data, options, [&](Tensor x) {
         std::size_t next = 0;  // the next layer to observe
         for (std::size_t i = 0; i < model.size(); ++i) {
             if (next < layers.size() && layers[next].module == i) {
@@ -301,7 +294,7 @@ QuantizedCnn quantize_cnn(nn::Sequential& model, const Dataset& data, const PtqO
             }
             x = model.at(i).forward(x);
         }
-    }
+    });
     std::vector<QParams> inputs;
     for (const auto& o : observers) inputs.push_back(o->qparams(kUint8, QScheme::Asymmetric)[0]);
     return build_quantized_cnn(layers, inputs, side, options.per_channel);

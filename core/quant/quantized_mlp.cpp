@@ -62,18 +62,23 @@ void QuantizedLinear::pack() {
     packed = kernels::pack_int8_weights(kernels::best_int8_gemm(), g);
 }
 
-QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqOptions& options) {
-    const auto chain = linear_relu_chain(model);
+void for_each_calibration_batch(const Dataset& data, const PtqOptions& options, const std::function<void(Tensor)>& fn) {
     const std::size_t n = std::min(options.calibration, data.size());
     check(n > 0 && options.batch_size > 0, "quantize: needs at least one calibration example and a batch size");
-    // One observer per Linear input; a hidden layer's output is the next layer's input.
-    std::vector<std::unique_ptr<Observer>> observers;
-    for (std::size_t i = 0; i < chain.size(); ++i) observers.push_back(make_observer(options.observer, 1));
     const NoGradGuard no_grad;
     for (std::size_t first = 0; first < n; first += options.batch_size) {
         std::vector<std::size_t> idx;
         for (std::size_t i = first; i < std::min(n, first + options.batch_size); ++i) idx.push_back(i);
-        Tensor x = data.get_batch(idx).inputs;
+        fn(data.get_batch(idx).inputs);
+    }
+}
+
+QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqOptions& options) {
+    const auto chain = linear_relu_chain(model);
+    // One observer per Linear input; a hidden layer's output is the next layer's input.
+    std::vector<std::unique_ptr<Observer>> observers;
+    for (std::size_t i = 0; i < chain.size(); ++i) observers.push_back(make_observer(options.observer, 1));
+    for_each_calibration_batch(data, options, [&](Tensor x) {
         x = reshape(x, {x.shape()[0], x.numel() / x.shape()[0]});
         for (std::size_t l = 0; l < chain.size(); ++l) {
             const std::vector<float> v = x.contiguous().to_vector<float>();
@@ -81,7 +86,7 @@ QuantizedMlp quantize_mlp(nn::Sequential& model, const Dataset& data, const PtqO
             x = chain[l].first->forward(x);
             if (chain[l].second) x = relu(x);
         }
-    }
+    });
     QuantizedMlp q;
     for (std::size_t l = 0; l < chain.size(); ++l) {
         const QParams in = observers[l]->qparams(kUint8, QScheme::Asymmetric)[0];

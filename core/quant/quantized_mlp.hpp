@@ -72,6 +72,11 @@ struct PtqOptions {
     std::size_t batch_size = 250;     ///< calibration batch size
 };
 
+/// PTQ's calibration pass: calls @p fn with each batch of the first options.calibration
+/// examples of @p data (options.batch_size at most), with gradients off. Throws gl::Error
+/// for an empty calibration set or a zero batch size.
+void for_each_calibration_batch(const Dataset& data, const PtqOptions& options, const std::function<void(Tensor)>& fn);
+
 /// Quantizes @p model (a Sequential of Linear layers, each optionally followed by a ReLU)
 /// after running @p options.calibration examples of @p data through it with an observer
 /// on every Linear's input. Weights: symmetric INT8 from their own min/max. Throws
