@@ -25,8 +25,9 @@ Grades three submissions with tools/grade.py and checks each result:
 and finally that the repository's `git status` is the same before and after.
 
 The gradings share one work folder outside the repository and the grader's cache (the
-trusted build, the lab's base builds), so each compiles only the lab's files. Prints PASS or FAIL per check; exit status 0 when all pass,
-1 when one fails, 2 on bad arguments.
+trusted build, the base builds every lab shares), so each compiles only the lab's files.
+Prints PASS or FAIL per check; exit status 0 when all pass, 1 when one fails, 2 on bad
+arguments.
 """
 
 from __future__ import annotations

@@ -15,12 +15,13 @@ Steps (the work folder is outside the repository: a fresh temporary one unless -
 given; removed at the end unless --keep). Every setup check comes first: a bad --out (a
 folder, inside the repository, not writable), no sandbox (bubblewrap missing or not
 permitted), no process can start, a full disk: exit status 3 with one line, before any build.
-  1. the trusted build of the pristine repository and the lab's base builds (release and
-     ASan/UBSan, compiled from the handout stubs) are brought up to date in the cache
+  1. the trusted build of the pristine repository and the base (release and ASan/UBSan
+     builds of the pristine tree, shared by every lab) are brought up to date in the cache
      (tools/grade_build.py: built once, then incremental);
   2. work/src: a copy of the repository without solutions/, .git or build folders, in
      which the lab's core files ARE the submission's files (else the handout's): no
-     reference of them exists in it. work/build*: copies of the base builds;
+     reference of them exists in it. work/build*: copies of the base builds, pruned to
+     the lab's test program's inputs (no other program, which would hold the reference);
   3. in the sandbox (tools/sandbox.py: an unprivileged user, no network, only work/src
      read-only and its own build folder writable, limits on processes, CPU, memory and
      output), ninja recompiles the student's files (a compile error scores 0 on every
@@ -294,8 +295,9 @@ class Build:
 
 
 def prepare_builds(lab: Lab, rubric: Rubric, args: argparse.Namespace) -> tuple[Path, Path]:
-    """Brings the trusted build and the lab's base builds up to date (incrementally);
-    returns (cache, the trusted build's test program). Call with the lab's lock held."""
+    """Brings the trusted build and the base (the lab's test program in it) up to date
+    (incrementally); returns (cache, the trusted build's test program). Call with the
+    base's lock held."""
     cache = grade_build.make_cache(args.cache)
     targets = [f"tests/{rubric.test_target}"]
     trusted = (args.trusted_build or cache / "trusted").resolve()
@@ -303,10 +305,8 @@ def prepare_builds(lab: Lab, rubric: Rubric, args: argparse.Namespace) -> tuple[
         raise SetupError(f"--trusted-build {args.trusted_build}: not a meson build folder")
     print(f"updating the trusted build ({trusted}) ...", flush=True)
     grade_build.trusted_build(trusted, targets + ["tests/lab_reference"], args.jobs)
-    handouts = {core: lab.dir / core for core in lab.files}
     for flavour in flavours(args):
-        grade_build.student_base(cache, lab.number, handouts, targets, flavour, args.jobs,
-                                 lambda line: print(line, flush=True))
+        grade_build.update_base(cache, targets, flavour, args.jobs, lambda line: print(line, flush=True))
     return cache, trusted / targets[0]
 
 
@@ -316,16 +316,16 @@ def flavours(args: argparse.Namespace) -> list[str]:
 
 def build(work: Path, lab: Lab, rubric: Rubric, files: dict[str, Path],
           args: argparse.Namespace) -> Build:
-    """The trusted build, the lab's base builds, then the student's build of the rubric's
+    """The trusted build, the base builds, then the student's build of the rubric's
     test program in the sandbox: release, and (when it compiles) sanitized."""
     cache = grade_build.make_cache(args.cache)
     targets = [f"tests/{rubric.test_target}"]
-    with grade_build.locked(cache / f"lab{lab.number}.lock"):
+    with grade_build.locked(grade_build.base_lock(cache)):
         _, checker = prepare_builds(lab, rubric, args)
-        base = grade_build.base_dir(cache, lab.number)
+        base = grade_build.base_dir(cache)
         grade_build.stage_sources(base, work, files)
         for flavour in flavours(args):
-            grade_build.copy_build(base, work, flavour)
+            grade_build.copy_build(base, work, flavour, targets)
     print(f"building tests/{rubric.test_target} in the sandbox ...", flush=True)
     release = grade_build.student_build(work, "release", targets, args.jobs)
     result = Build(release.ok, release, "", None, checker)
@@ -346,7 +346,7 @@ def prepare(args: argparse.Namespace) -> int:
     rubric = load_rubric(lab)
     cache = grade_build.make_cache(args.cache)
     grade_build.check_machine(cache)
-    with grade_build.locked(cache / f"lab{lab.number}.lock"):
+    with grade_build.locked(grade_build.base_lock(cache)):
         prepare_builds(lab, rubric, args)
     print(f"lab {lab.number}: the trusted build and the base builds are ready in {cache}")
     return 0
@@ -827,13 +827,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="parallel compile jobs and parallel rubric items (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--cache", type=Path, help="folder for the builds the grader reuses "
-                        "(trusted build, each lab's base builds); default "
+                        "(trusted build, the base builds); default "
                         "$GRADLAB_GRADE_CACHE, else /var/cache/gradlab-grade/KEY as root, "
                         "~/.cache/gradlab-grade/KEY otherwise")
     parser.add_argument("--trusted-build", type=Path, help="an existing release build of this "
                         "repository to use as the trusted build (e.g. build/); default CACHE/trusted")
     parser.add_argument("--prepare", action="store_true",
-                        help="only bring the trusted build and the lab's base builds up to date "
+                        help="only bring the trusted build and the base builds (the lab's program) up to date "
                              "(no SUBMISSION): what a later grading reuses")
     parser.add_argument("--no-sanitizer", dest="sanitizer", action="store_false",
                         help="skip the ASan/UBSan build and its second run of the correctness items")

@@ -7,24 +7,30 @@ Three kinds of build folder, all outside the repository:
   build of this repository, e.g. build/ in CI): the pristine repository, built outside the
   sandbox. Its lab test programs are the checkers, its lab_reference the reference side of
   timed items. Updated incrementally (ninja) before each grading.
-- the **student base** of each lab (CACHE/labNN/): `src/`, a copy of the repository without
-  solutions/, .git or build folders, in which the lab's core files are the *handout* stubs;
-  `build/` (release) and `build-asan/` (AddressSanitizer + UBSan), configured like any
-  build of the repository and built *inside the sandbox*, where the tree is /grade/src and
-  the build /grade/src/build (-asan). The compile commands are then those of a checkout's
-  build/, so the grader's compiler cache (mounted: the base builds compile only pristine
-  sources, as trusted code) serves what the machine compiled before, and keeps theirs. Kept up to date
-  incrementally; a lock file serialises gradings of one lab.
-- the **student build** (WORK/build, WORK/build-asan): a copy of the base build, and
-  WORK/src, a copy of the base's sources with the submission's files in place of the
-  stubs. Mounted at the same fixed paths in the sandbox, ninja recompiles only the files
-  the student changed and relinks, without a compiler cache. The student's build steps
-  run in the sandbox too: they see /grade/src read-only, their build folder writable, and
+- the **base** (CACHE/base/), shared by every lab: `src/`, a copy of the repository
+  without solutions/, .git or build folders, and `build/` (release) and `build-asan/`
+  (AddressSanitizer + UBSan), configured like any build of the repository and built
+  *inside the sandbox*, where the tree is /grade/src and the build /grade/src/build
+  (-asan). The compile commands are then those of a checkout's build/, so the grader's
+  compiler cache (mounted: the base compiles only pristine sources, as trusted code) serves
+  what the machine compiled before, and keeps theirs. One base serves all labs: grading a
+  lab builds that lab's test program in it, incrementally, so fifteen labs cost one build
+  of the core library, not fifteen. A lock file serialises its updates.
+- the **student build** (WORK/build, WORK/build-asan, WORK/src): WORK/src is a copy of the
+  base's sources with the lab's core files replaced by the submission's (a file the
+  student left out is the handout's stub); WORK/build* a copy of the base build *pruned* to
+  what the lab's test program is made of: every output of the base build outside that
+  program's inputs (other labs' programs, objects only they use) is left out. Mounted at
+  the same fixed paths in the sandbox, ninja recompiles the lab's files (each is newer
+  than its object) and relinks, without a compiler cache. The student's build steps run
+  in the sandbox too: they see /grade/src read-only, their build folder writable, and
   nothing else of the machine's files but /usr and /etc.
 
 So the reference of the lab's files is neither on the include path nor anywhere the
 student's build or programs can read: the staged tree has the student's files where the
-reference was, and the base build was compiled from the stubs.
+reference was, every object compiled from a lab file is compiled again from the student's,
+and the programs and objects of the base that the student's build does not remake are not
+copied.
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ INSIDE_SRC, INSIDE_CCACHE, INSIDE_RUN = INSIDE / "src", INSIDE / "ccache", INSID
 # The build folders sit inside the tree (/grade/src/build), as build/ does in a checkout:
 # the compile commands are then the same as a checkout's, so a base build finds the
 # objects of the machine's own builds in the compiler cache.
+# The grader's builds and the machine's (./gradlab exports the same) share compiled objects
+# although their folders differ: the working folder is not part of an object's key, and
+# paths inside the tree are kept relative to it.
+CCACHE_SETTINGS = {"CCACHE_NOHASHDIR": "true", "CCACHE_BASEDIR": str(INSIDE_SRC)}
 BUILD_TIMEOUT_S = 1800
 BASE_TIMEOUT_S = 3600  # a cold base build compiles the whole core library
 # Top-level entries of the repository that the staged copy leaves out: the answer key,
@@ -64,10 +74,15 @@ MIN_FREE_BYTES = 2 << 30  # a student build needs its base build's size and some
 
 # The two flavours of student build. The sanitizer one runs the correctness items again,
 # so that a write past a buffer's end fails even where a release build does not notice.
+# The sanitizer build's options, the same as ./gradlab test's sanitizer stage (it reads them
+# from here), so the base finds that stage's objects in the compiler cache. -O1 with line
+# tables only (-g1): a sanitizer build at -O2 -g compiles about three times slower, and
+# reports need no more than file and line.
+SANITIZER_OPTIONS = ["-Doptimization=1", "-Ddebug=false", "-Db_ndebug=false", "-Dcpp_args=-g1", "-Dc_args=-g1",
+                     "-Db_sanitize=address,undefined", "-Db_lundef=false", "-Dwith_cuda=disabled"]
 FLAVOURS = {
     "release": ["-Dbuildtype=release", "-Dsubmission_tree=true"],
-    "asan": ["-Dbuildtype=debugoptimized", "-Db_sanitize=address,undefined", "-Db_lundef=false",
-             "-Dwith_cuda=disabled", "-Dsubmission_tree=true"],
+    "asan": [*SANITIZER_OPTIONS, "-Dsubmission_tree=true"],
 }
 
 
@@ -286,16 +301,22 @@ def sync_tree(target: Path, files: dict[str, Path]) -> None:
         (target / name).mkdir(exist_ok=True)
 
 
-def base_dir(cache: Path, lab: str) -> Path:
-    return cache / f"lab{lab}"
+def base_dir(cache: Path) -> Path:
+    """CACHE/base: the pristine tree and its builds, shared by every lab."""
+    return cache / "base"
 
 
-def student_base(cache: Path, lab: str, handout_files: dict[str, Path], targets: list[str],
-                 flavour: str, jobs: int, log) -> Path:
-    """Brings CACHE/labNN/{src,build*} up to date: the repository with the lab's stubs,
-    built in the sandbox. Returns the base folder. Call with the lab's lock held."""
-    base = base_dir(cache, lab)
-    sync_tree(base / "src", staged_files(handout_files))
+def base_lock(cache: Path) -> Path:
+    """Held while the base is updated or copied: one grading at a time touches it."""
+    return cache / "base.lock"
+
+
+def update_base(cache: Path, targets: list[str], flavour: str, jobs: int, log) -> Path:
+    """Brings CACHE/base/{src,build*} up to date: the pristine repository (the reference of
+    every lab; no solutions/, no history), with @p targets built in the sandbox. Returns the
+    base folder. Call with base_lock held."""
+    base = base_dir(cache)
+    sync_tree(base / "src", staged_files({}))
     build = base / folder_name(flavour)
     build.mkdir(parents=True, exist_ok=True)
     make_reachable(base)
@@ -304,7 +325,7 @@ def student_base(cache: Path, lab: str, handout_files: dict[str, Path], targets:
     ccache = host_ccache()
     if ccache:  # shared with the grader's own builds: it only ever sees pristine sources
         mounts["writable"].append((ccache, INSIDE_CCACHE))
-        env = {"CCACHE_DIR": str(INSIDE_CCACHE)}
+        env = {"CCACHE_DIR": str(INSIDE_CCACHE), **CCACHE_SETTINGS}
     limits = build_limits(jobs, BASE_TIMEOUT_S)
     configure_and_build_base(build, flavour, targets, jobs, mounts, env, limits, log)
     return base
@@ -378,8 +399,9 @@ class StudentBuild:
 
 
 def stage_sources(base: Path, work: Path, student_files: dict[str, Path]) -> Path:
-    """WORK/src: the base's tree with the student's files in place of the stubs. A file that
-    differs from the stub gets a fresh time stamp, so ninja recompiles exactly those."""
+    """WORK/src: the base's tree with the student's files in place of the lab's reference
+    files. A file that differs from the base's gets a fresh time stamp, so ninja recompiles
+    exactly those."""
     src = work / "src"
     if src.exists():
         shutil.rmtree(src)
@@ -387,7 +409,7 @@ def stage_sources(base: Path, work: Path, student_files: dict[str, Path]) -> Pat
     for rel, source in student_files.items():
         dest = src / rel
         if dest.is_file() and dest.read_bytes() == source.read_bytes():
-            continue  # the stub itself: the base already compiled it
+            continue  # the base's own file (e.g. an untouched file): already compiled
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest)
         os.chmod(dest, 0o644)
@@ -402,12 +424,47 @@ def copy_tree(source: Path, target: Path) -> None:
         raise SetupError(f"cannot copy {source} to {target}: {done.stdout.strip()}")
 
 
-def copy_build(base: Path, work: Path, flavour: str) -> None:
-    """WORK/build*: a copy of the base build, to be updated by the student's build."""
+def copy_build(base: Path, work: Path, flavour: str, targets: list[str]) -> None:
+    """WORK/build*: the base build pruned to what @p targets are made of (see kept_outputs),
+    times kept, to be updated by the student's build."""
+    source = base / folder_name(flavour)
     build = work / folder_name(flavour)
     if build.exists():
         shutil.rmtree(build)
-    copy_tree(base / folder_name(flavour), build)
+    left_out = pruned_outputs(source, targets)
+    for root, dirs, names in os.walk(source):
+        rel_root = Path(root).relative_to(source)
+        (build / rel_root).mkdir(exist_ok=True)
+        shutil.copystat(root, build / rel_root)
+        for name in names:
+            rel = (rel_root / name).as_posix()
+            if rel not in left_out:
+                shutil.copy2(Path(root) / name, build / rel, follow_symlinks=False)
+
+
+def pruned_outputs(build: Path, targets: list[str]) -> set[str]:
+    """The outputs of the base build that the student's build of @p targets neither needs nor
+    remakes: everything ninja builds (objects, libraries, programs, generated sources) but
+    the targets, their inputs, and build.ninja itself. Among them are the other labs'
+    programs, which hold the reference of this lab's files; leaving them out keeps every
+    compiled form of the reference away from the student's build and programs."""
+    outputs = ninja_lines(build, ["-t", "targets", "all"])
+    needed = set(targets) | set(ninja_lines(build, ["-t", "inputs", *targets]))
+    pruned = set()
+    for line in outputs:
+        path, _, rule = line.rpartition(": ")
+        if rule not in ("phony", "REGENERATE_BUILD") and path not in needed:
+            pruned.add(path)
+    return pruned
+
+
+def ninja_lines(build: Path, argv: list[str]) -> list[str]:
+    done = subprocess.run(["ninja", "-C", str(build), *argv], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SetupError(f"ninja {' '.join(argv)} in {build} failed: {done.stderr.strip()}")
+    return [line for line in done.stdout.splitlines()
+            if line.strip() and not line.startswith("ninja: ")]
 
 
 def student_build(work: Path, flavour: str, targets: list[str], jobs: int,

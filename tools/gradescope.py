@@ -7,7 +7,7 @@ The zip holds what Gradescope expects at its top level, and this repository:
 
   setup.sh         run once when Gradescope builds the image (as root): installs the Debian
                    packages (./gradlab setup), then builds the trusted build of the pristine
-                   repository and the lab's base builds (grade.py --prepare), so that
+                   repository and the base builds (grade.py --prepare), so that
                    grading a submission only compiles the student's files;
   run_autograder   run for each submission: grades /autograder/submission with
                    tools/grade.py, exactly as ./gradlab grade does, into
@@ -41,7 +41,7 @@ import grade_build  # noqa: E402
 SETUP = """\
 #!/usr/bin/env bash
 # Gradescope image setup for lab {lab}: Debian packages, then the trusted build and the
-# lab's base builds (made once here, reused for every submission).
+# base builds (made once here, reused for every submission).
 set -euo pipefail
 ROOT="${{GRADLAB_AUTOGRADER_ROOT:-/autograder}}"
 "$ROOT/source/gradlab/gradlab" setup

@@ -145,7 +145,7 @@ def _grade_case(case: Case, tmp: Path, trusted: Path | None,
               "TEST_TARGET": case.rubric.test_target}
     case.write_submission(tmp / "submission", values)
     watched = [trusted_dir / "tests" / case.rubric.test_target] + \
-        [grade_build.base_dir(cache, case.lab.number) / "src" / p for p in case.lab.files]
+        [grade_build.base_dir(cache) / "src" / p for p in case.lab.files]
     status, digests = git_status(), {p: digest(p) for p in watched}
     command = [sys.executable, str(REPO / "tools/grade.py"), "--lab", case.lab.number,
                str(tmp / "submission"), "--out", str(results), *options]
