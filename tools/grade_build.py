@@ -315,6 +315,7 @@ def update_base(cache: Path, targets: list[str], flavour: str, jobs: int, log) -
     """Brings CACHE/base/{src,build*} up to date: the pristine repository (the reference of
     every lab; no solutions/, no history), with @p targets built in the sandbox. Returns the
     base folder. Call with base_lock held."""
+    remove_per_lab_bases(cache, log)
     base = base_dir(cache)
     sync_tree(base / "src", staged_files({}))
     build = base / folder_name(flavour)
@@ -329,6 +330,16 @@ def update_base(cache: Path, targets: list[str], flavour: str, jobs: int, log) -
     limits = build_limits(jobs, BASE_TIMEOUT_S)
     configure_and_build_base(build, flavour, targets, jobs, mounts, env, limits, log)
     return base
+
+
+def remove_per_lab_bases(cache: Path, log) -> None:
+    """Removes CACHE/labNN/ of the grader's earlier layout (a base per lab, about 500 MiB
+    each): the shared base replaces them, nothing reads them any more."""
+    for old in sorted(cache.glob("lab[0-9][0-9]")):
+        if old.is_dir() and (old / "src").is_dir():
+            log(f"removing {old}: a per-lab base of an earlier grader (the base is shared now)")
+            shutil.rmtree(old, ignore_errors=True)
+            old.with_name(old.name + ".lock").unlink(missing_ok=True)
 
 
 def configured_as_submission_tree(build: Path) -> bool:
