@@ -25,6 +25,11 @@
 #include "base/error.hpp"
 #include "kernels/gemm_int8.hpp"
 #include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace gl::kernels::int8 {
 
@@ -53,6 +58,54 @@ void scatter_groups(const T* src, std::int64_t step, std::int64_t K, std::int64_
     for (; k < K; ++k) dst[(k / group) * stride + k % group] = src[k * step];
 }
 
+#if defined(__x86_64__)
+/// Eight rows of eight 4-byte groups, transposed: group g of row r, at src + r *
+/// src_stride + 4 g, goes to dst + g * dst_stride + 4 r. The standard 8 x 8 transpose of
+/// 32-bit lanes in AVX2 (pairs, then quadruples, then the two 128-bit halves): 8 loads, 24
+/// shuffles and 8 stores, where copying the 64 groups one by one takes 64 loads and 64
+/// stores.
+__attribute__((target("avx2"))) inline void transpose_groups_8x8(const std::uint8_t* src, std::int64_t src_stride,
+                                                                 std::uint8_t* dst, std::int64_t dst_stride) {
+    __m256i row[8], pair[8], quad[8];
+    for (int r = 0; r < 8; ++r) row[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * src_stride));
+    for (int r = 0; r < 8; r += 2) {  // rows r, r + 1 interleaved: groups {0,1 | 4,5} and {2,3 | 6,7}
+        pair[r] = _mm256_unpacklo_epi32(row[r], row[r + 1]);
+        pair[r + 1] = _mm256_unpackhi_epi32(row[r], row[r + 1]);
+    }
+    for (int h = 0; h < 8; h += 4)  // rows h..h+3: one group per 128-bit half, {g | g + 4}
+        for (int i = 0; i < 2; ++i) {
+            quad[h + 2 * i] = _mm256_unpacklo_epi64(pair[h + i], pair[h + 2 + i]);      // groups 2i, 2i + 4
+            quad[h + 2 * i + 1] = _mm256_unpackhi_epi64(pair[h + i], pair[h + 2 + i]);  // groups 2i + 1, 2i + 5
+        }
+    for (int g = 0; g < 4; ++g) {  // rows 0-3 from quad[g], rows 4-7 from quad[4 + g]
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + g * dst_stride),
+                            _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x20));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (g + 4) * dst_stride),
+                            _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x31));
+    }
+}
+#endif
+
+/// Packs @p rows (at most 8) contiguous rows of @p K bytes, row r at src + r * @p
+/// src_stride, in groups of four: group g of row r goes to dst + g * @p dst_stride + 4 r.
+/// That is the VNNI packing of rows of A, and of columns of op(B) stored [N, K]. Eight
+/// rows go 32 K values at a time through transpose_groups_8x8 where the CPU has AVX2; the
+/// rest group by group.
+template <class T>
+void scatter_rows_in_fours(const T* src, std::int64_t src_stride, std::int64_t rows, std::int64_t K,
+                           std::int64_t dst_stride, T* dst) {
+    std::int64_t k = 0;
+#if defined(__x86_64__)
+    static const bool avx2 = sys::cpu_info().features.avx2;
+    if (rows == 8 && avx2)
+        for (; k + 32 <= K; k += 32)
+            transpose_groups_8x8(reinterpret_cast<const std::uint8_t*>(src + k), src_stride,
+                                 reinterpret_cast<std::uint8_t*>(dst + (k / 4) * dst_stride), dst_stride);
+#endif
+    for (std::int64_t r = 0; r < rows; ++r)
+        scatter_groups(src + r * src_stride + k, 1, K - k, 4, dst_stride, dst + (k / 4) * dst_stride + 4 * r);
+}
+
 /// The sum of @p K values of @p src, @p step apart.
 template <class T>
 std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
@@ -76,13 +129,18 @@ inline void pack_b_into(const Int8GemmArgs& g, std::int64_t width, std::int64_t 
         for (std::int64_t s = first; s < last; ++s) {
             std::int8_t* dst = p.data.data() + s * width * kp;
             std::fill(dst, dst + width * kp, std::int8_t{0});
-            for (std::int64_t c = 0; c < width && s * width + c < g.N; ++c) {  // column j into [group][column][4]
+            const std::int64_t columns = std::min(width, g.N - s * width);
+            for (std::int64_t c = 0; c < columns; ++c) {  // column j into [group][column][4]
                 const std::int64_t j = s * width + c;
                 const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
                 const std::int64_t step = g.trans_b ? 1 : g.ldb;
-                scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
+                if (!g.trans_b) scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
                 p.column_sums[j] = sum_of(col, step, g.K);
             }
+            if (g.trans_b)  // columns are contiguous rows of B: eight at a time
+                for (std::int64_t c = 0; c < columns; c += 8)
+                    scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c),
+                                          g.K, width * 4, dst + c * 4);
         }
     });
 }
@@ -101,10 +159,17 @@ inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std:
                    std::int64_t kp, std::uint8_t* dst, std::int32_t* row_sums) {
     const std::int64_t rows = round_up(mc, width);
     std::fill(dst, dst + rows * kp, std::uint8_t{0});
+    if (group == 4)  // eight rows at a time, never across a sliver's edge
+        for (std::int64_t r = 0; r < mc;) {
+            const std::int64_t rows = std::min({std::int64_t{8}, mc - r, width - r % width});
+            scatter_rows_in_fours(g.A + (i0 + r) * g.lda, g.lda, rows, g.K, width * 4,
+                                  dst + (r / width) * width * kp + (r % width) * 4);
+            r += rows;
+        }
     for (std::int64_t r = 0; r < mc; ++r) {
         const std::uint8_t* src = g.A + (i0 + r) * g.lda;
         std::uint8_t* sliver = dst + (r / width) * width * kp;
-        scatter_groups(src, 1, g.K, group, width * group, sliver + (r % width) * group);
+        if (group != 4) scatter_groups(src, 1, g.K, group, width * group, sliver + (r % width) * group);
         if (row_sums) row_sums[r] = sum_of(src, 1, g.K);
     }
 }
@@ -245,16 +310,19 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
     const std::int64_t mc_tiles = bl.mc / bl.mr;
     std::atomic<std::int64_t> next_block{0};
     const int threads = static_cast<int>(std::min<std::int64_t>(get_num_threads(), blocks));
+    // With one pass over K, a tile is finished as soon as it is computed: one tile's
+    // buffer, which stays in L1, serves them all.
+    const bool one_pass = kp <= bl.kc;
     parallel_run(threads, [&](int) {
         thread_local std::vector<std::int32_t> tile_buffer;
-        std::int32_t* const tiles = reused_buffer(tile_buffer, mc_tiles * bl.mr * bl.nc);
+        std::int32_t* const tiles = reused_buffer(tile_buffer, one_pass ? bl.mr * bl.nr : mc_tiles * bl.mr * bl.nc);
         for (std::int64_t t = next_block++; t < blocks; t = next_block++) {
             const std::int64_t ib = t / col_blocks, jb = t % col_blocks;
             const std::int64_t i0 = ib * bl.mc, mc = std::min(bl.mc, g.M - i0);
             const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, g.N - j0);
             // Tile (ir, jr) of this block, in the per-thread buffer.
             auto tile = [&](std::int64_t ir, std::int64_t jr) {
-                return tiles + (((jr - j0) / bl.nr) * mc_tiles + ir / bl.mr) * bl.mr * bl.nr;
+                return one_pass ? tiles : tiles + (((jr - j0) / bl.nr) * mc_tiles + ir / bl.mr) * bl.mr * bl.nr;
             };
             for (std::int64_t pc = 0; pc < kp; pc += bl.kc) {
                 const std::int64_t kc = std::min(bl.kc, kp - pc);
