@@ -38,7 +38,7 @@ Int8GemmKernel gemm_int8_amx_kernel();
 
 /// The oracle, then the paths from the portable one to the most capable.
 inline std::vector<Int8GemmKernel> cpu_int8_gemm_paths() {
-    return {gemm_int8_naive_kernel(), gemm_int8_portable_kernel(), gemm_int8_vnni_rows_kernel(), gemm_int8_vnni_kernel(),
+    return {gemm_int8_naive_kernel(), gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(), gemm_int8_vnni_rows_kernel(),
             gemm_int8_amx_kernel()};
 }
 
