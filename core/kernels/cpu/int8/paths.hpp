@@ -10,7 +10,7 @@
 ///   AVX512-VNNI   vnni.cpp      vpdpbusd: 64 u8 x s8 products summed in fours into 16
 ///                               INT32 lanes per instruction, 4x an FP32 FMA's work
 ///                               (Ice Lake, Zen 4 and later); a transposed 32 x 12 tile
-///                 vnni_rows.cpp the same instruction on a row-major 8 x 48 tile, K up
+///                 vnni_rows.cpp the same instruction on a row-major 6 x 64 tile, K up
 ///                               to 2048 summed in registers (oneDNN's layout)
 ///   AMX-INT8      amx.cpp       tdpbusd on 16 x 64 by 64 x 16 tiles (Sapphire Rapids and
 ///                               later); compiled everywhere, run only where the CPU has AMX
