@@ -9,6 +9,7 @@ Run: python3 -m unittest discover -s tests/tools
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -18,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import grade  # noqa: E402
+import grade_build  # noqa: E402
 
 # Behaves like a lab test program. With GRADLAB_GRADED_RECORD (the student's build, run in
 # the sandbox) it acts out the case (passes, fails, hangs, crashes, forges its verdict) and
@@ -359,3 +361,54 @@ class RubricTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PrunedCopyTest(unittest.TestCase):
+    """The student's build is a copy of the base shared by every lab, pruned to what the
+    lab's test program is made of: another lab's program (linked against this lab's
+    reference) and the objects only it uses must not reach the student's build."""
+
+    MANIFEST = textwrap.dedent("""\
+        rule cc
+          command = touch $out
+        rule link
+          command = touch $out
+        rule REGENERATE_BUILD
+          command = true
+        build build.ninja: REGENERATE_BUILD ../meson.build
+        build core_lab.o: cc ../core/lab.cpp
+        build core_other.o: cc ../core/other.cpp
+        build libcore.a: link core_lab.o core_other.o
+        build tests/t1.o: cc ../tests/t1.cpp
+        build tests/lab01_tests: link tests/t1.o libcore.a
+        build tests/t2.o: cc ../tests/t2.cpp
+        build tests/lab02_tests: link tests/t2.o libcore.a
+        build all: phony tests/lab01_tests tests/lab02_tests
+        default all
+        """)
+
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="gradlab-prune-test-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.build = self.tmp / "base" / "build"
+        (self.build / "tests").mkdir(parents=True)
+        (self.build / "build.ninja").write_text(self.MANIFEST)
+        for name in ["core_lab.o", "core_other.o", "libcore.a", "tests/t1.o", "tests/lab01_tests",
+                     "tests/t2.o", "tests/lab02_tests", ".ninja_log", "compile_commands.json"]:
+            (self.build / name).write_text(name)
+
+    def test_other_labs_programs_and_their_own_objects_are_left_out(self):
+        pruned = grade_build.pruned_outputs(self.build, ["tests/lab01_tests"])
+        self.assertEqual(pruned, {"tests/lab02_tests", "tests/t2.o"})
+
+    def test_the_copy_keeps_the_rest_with_its_times(self):
+        old = time.time() - 3600
+        os.utime(self.build / "core_lab.o", (old, old))
+        work = self.tmp / "work"
+        work.mkdir()
+        grade_build.copy_build(self.tmp / "base", work, "release", ["tests/lab01_tests"])
+        copied = sorted(p.relative_to(work / "build").as_posix() for p in (work / "build").rglob("*") if p.is_file())
+        self.assertEqual(copied, [".ninja_log", "build.ninja", "compile_commands.json", "core_lab.o",
+                                  "core_other.o", "libcore.a", "tests/lab01_tests", "tests/t1.o"])
+        self.assertEqual((work / "build/core_lab.o").stat().st_mtime_ns,
+                         (self.build / "core_lab.o").stat().st_mtime_ns)
