@@ -59,48 +59,69 @@ void scatter_groups(const T* src, std::int64_t step, std::int64_t K, std::int64_
 }
 
 #if defined(__x86_64__)
-/// Eight rows of eight 4-byte groups, transposed: group g of row r, at src + r *
-/// src_stride + 4 g, goes to dst + g * dst_stride + 4 r. The standard 8 x 8 transpose of
-/// 32-bit lanes in AVX2 (pairs, then quadruples, then the two 128-bit halves): 8 loads, 24
-/// shuffles and 8 stores, where copying the 64 groups one by one takes 64 loads and 64
-/// stores.
-__attribute__((target("avx2"))) inline void transpose_groups_8x8(const std::uint8_t* src, std::int64_t src_stride,
-                                                                 std::uint8_t* dst, std::int64_t dst_stride) {
-    __m256i row[8], pair[8], quad[8];
-    for (int r = 0; r < 8; ++r) row[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * src_stride));
-    for (int r = 0; r < 8; r += 2) {  // rows r, r + 1 interleaved: groups {0,1 | 4,5} and {2,3 | 6,7}
+/// The standard 8 x 8 transpose of 32-bit lanes in AVX2 (pairs, then quadruples, then the
+/// two 128-bit halves): out[g] gets lane g of row[0..7].
+__attribute__((target("avx2"), always_inline)) inline void transpose_lanes_8x8(const __m256i (&row)[8],
+                                                                             __m256i (&out)[8]) {
+    __m256i pair[8], quad[8];
+    for (int r = 0; r < 8; r += 2) {  // rows r, r + 1 interleaved: lanes {0,1 | 4,5} and {2,3 | 6,7}
         pair[r] = _mm256_unpacklo_epi32(row[r], row[r + 1]);
         pair[r + 1] = _mm256_unpackhi_epi32(row[r], row[r + 1]);
     }
-    for (int h = 0; h < 8; h += 4)  // rows h..h+3: one group per 128-bit half, {g | g + 4}
+    for (int h = 0; h < 8; h += 4)  // rows h..h+3: one lane per 128-bit half, {g | g + 4}
         for (int i = 0; i < 2; ++i) {
-            quad[h + 2 * i] = _mm256_unpacklo_epi64(pair[h + i], pair[h + 2 + i]);      // groups 2i, 2i + 4
-            quad[h + 2 * i + 1] = _mm256_unpackhi_epi64(pair[h + i], pair[h + 2 + i]);  // groups 2i + 1, 2i + 5
+            quad[h + 2 * i] = _mm256_unpacklo_epi64(pair[h + i], pair[h + 2 + i]);      // lanes 2i, 2i + 4
+            quad[h + 2 * i + 1] = _mm256_unpackhi_epi64(pair[h + i], pair[h + 2 + i]);  // lanes 2i + 1, 2i + 5
         }
     for (int g = 0; g < 4; ++g) {  // rows 0-3 from quad[g], rows 4-7 from quad[4 + g]
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + g * dst_stride),
-                            _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x20));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (g + 4) * dst_stride),
-                            _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x31));
+        out[g] = _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x20);
+        out[g + 4] = _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x31);
     }
+}
+
+/// Eight rows of eight 4-byte groups, transposed: group g of row r, at src + r *
+/// src_stride + 4 g, goes to dst + g * dst_stride + 4 r. 8 loads, 24 shuffles and 8
+/// stores, where copying the 64 groups one by one takes 64 loads and 64 stores.
+__attribute__((target("avx2"))) inline void transpose_groups_8x8(const std::uint8_t* src, std::int64_t src_stride,
+                                                                 std::uint8_t* dst, std::int64_t dst_stride) {
+    __m256i row[8], out[8];
+    for (int r = 0; r < 8; ++r) row[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * src_stride));
+    transpose_lanes_8x8(row, out);
+    for (int g = 0; g < 8; ++g) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + g * dst_stride), out[g]);
+}
+
+/// transpose_groups_8x8 for @p rows < 8 rows (a sliver of 6 rows of A): the missing rows
+/// are read as row 0 and left out of the stores by a mask, which needs AVX-512VL.
+__attribute__((target("avx2,avx512f,avx512vl"))) inline void transpose_groups_few_x8(
+    const std::uint8_t* src, std::int64_t src_stride, std::int64_t rows, std::uint8_t* dst, std::int64_t dst_stride) {
+    __m256i row[8], out[8];
+    for (int r = 0; r < 8; ++r)
+        row[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (r < rows ? r : 0) * src_stride));
+    transpose_lanes_8x8(row, out);
+    const __mmask8 present = static_cast<__mmask8>((1u << rows) - 1);
+    for (int g = 0; g < 8; ++g) _mm256_mask_storeu_epi32(dst + g * dst_stride, present, out[g]);
 }
 #endif
 
 /// Packs @p rows (at most 8) contiguous rows of @p K bytes, row r at src + r * @p
 /// src_stride, in groups of four: group g of row r goes to dst + g * @p dst_stride + 4 r.
-/// That is the VNNI packing of rows of A, and of columns of op(B) stored [N, K]. Eight
-/// rows go 32 K values at a time through transpose_groups_8x8 where the CPU has AVX2; the
-/// rest group by group.
+/// That is the VNNI packing of rows of A, and of columns of op(B) stored [N, K]. The rows
+/// go 32 K values at a time through transpose_groups_8x8 where the CPU has AVX2 (fewer
+/// than eight through transpose_groups_few_x8, with AVX-512VL); the rest group by group.
 template <class T>
 void scatter_rows_in_fours(const T* src, std::int64_t src_stride, std::int64_t rows, std::int64_t K,
                            std::int64_t dst_stride, T* dst) {
     std::int64_t k = 0;
 #if defined(__x86_64__)
     static const bool avx2 = sys::cpu_info().features.avx2;
+    static const bool masked = avx2 && sys::cpu_info().features.avx512f && sys::cpu_info().features.avx512vl;
+    auto* const from = reinterpret_cast<const std::uint8_t*>(src);
+    auto* const to = reinterpret_cast<std::uint8_t*>(dst);
     if (rows == 8 && avx2)
+        for (; k + 32 <= K; k += 32) transpose_groups_8x8(from + k, src_stride, to + (k / 4) * dst_stride, dst_stride);
+    else if (rows > 1 && masked)
         for (; k + 32 <= K; k += 32)
-            transpose_groups_8x8(reinterpret_cast<const std::uint8_t*>(src + k), src_stride,
-                                 reinterpret_cast<std::uint8_t*>(dst + (k / 4) * dst_stride), dst_stride);
+            transpose_groups_few_x8(from + k, src_stride, rows, to + (k / 4) * dst_stride, dst_stride);
 #endif
     for (std::int64_t r = 0; r < rows; ++r)
         scatter_groups(src + r * src_stride + k, 1, K - k, 4, dst_stride, dst + (k / 4) * dst_stride + 4 * r);
