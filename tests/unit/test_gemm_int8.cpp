@@ -60,11 +60,14 @@ Operands operands(const Problem& p) {
     return o;
 }
 
+// The last two have K past the longest K pass of any path (KC = 2048 in int8_vnni_rows),
+// so every path adds tiles over several passes.
 std::vector<Problem> problems() {
     return {{1, 1, 1, true, 0, 0, 0},        {13, 37, 50, true, 7, 0, 0},      {13, 37, 50, false, 255, -3, 3},
             {100, 70, 129, true, 128, 0, 1}, {200, 600, 300, true, 3, 0, 0},   {97, 513, 67, false, 0, 5, 0},
             {64, 10, 128, true, 0, 0, 0},    {5, 3, 0, true, 9, 2, 0},         {0, 4, 4, true, 0, 0, 0},
-            {37, 70, 1100, true, 5, -2, 1},  {30, 40, 1030, false, 200, 0, 0}};
+            {37, 70, 1100, true, 5, -2, 1},  {30, 40, 1030, false, 200, 0, 0}, {9, 50, 2101, true, 3, 1, 0},
+            {17, 97, 4099, false, 0, 0, 2}};
 }
 
 class Int8Gemm : public ::testing::TestWithParam<std::string> {
@@ -200,11 +203,26 @@ TEST(Int8GemmOracle, MatchesWideSums) {
         }
 }
 
+// The packing of eight rows at once (an 8 x 8 transpose of 4-byte groups where the CPU
+// has AVX2) lays the bytes out exactly as copying them group by group does, for every row
+// count up to 8, K not a multiple of the 32 values a transpose takes, and padded strides.
+TEST(Int8Packing, EightRowsAtOnceMatchGroupByGroup) {
+    const std::int64_t K = 77, src_stride = 80, dst_stride = 4 * 48;
+    const auto src = random_bytes<std::uint8_t>(static_cast<std::size_t>(8 * src_stride), 0, 255, 3);
+    for (std::int64_t rows = 1; rows <= 8; ++rows) {
+        std::vector<std::uint8_t> fast(static_cast<std::size_t>(dst_stride * 20), 0), slow(fast);
+        int8::scatter_rows_in_fours(src.data(), src_stride, rows, K, dst_stride, fast.data());
+        for (std::int64_t r = 0; r < rows; ++r)
+            int8::scatter_groups(src.data() + r * src_stride, 1, K, 4, dst_stride, slow.data() + 4 * r);
+        EXPECT_EQ(fast, slow) << rows << " rows";
+    }
+}
+
 TEST(Int8GemmDispatch, PicksTheMostCapablePathThisCpuHas) {
     const auto& f = sys::cpu_info().features;
     const std::string best = best_int8_gemm().name;
     if (f.amx_tile && f.amx_int8) EXPECT_EQ(best, "int8_amx");
-    else if (f.avx512_vnni && f.avx512bw) EXPECT_EQ(best, "int8_vnni");
+    else if (f.avx512_vnni && f.avx512bw) EXPECT_EQ(best, "int8_vnni_rows");
     else EXPECT_EQ(best, "int8_portable");
     EXPECT_FALSE(best_int8_gemm().peer);
     EXPECT_THROW(find_int8_gemm("int8_magic"), Error);

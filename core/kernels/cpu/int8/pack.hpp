@@ -25,6 +25,11 @@
 #include "base/error.hpp"
 #include "kernels/gemm_int8.hpp"
 #include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace gl::kernels::int8 {
 
@@ -53,6 +58,75 @@ void scatter_groups(const T* src, std::int64_t step, std::int64_t K, std::int64_
     for (; k < K; ++k) dst[(k / group) * stride + k % group] = src[k * step];
 }
 
+#if defined(__x86_64__)
+/// The standard 8 x 8 transpose of 32-bit lanes in AVX2 (pairs, then quadruples, then the
+/// two 128-bit halves): out[g] gets lane g of row[0..7].
+__attribute__((target("avx2"), always_inline)) inline void transpose_lanes_8x8(const __m256i (&row)[8],
+                                                                             __m256i (&out)[8]) {
+    __m256i pair[8], quad[8];
+    for (int r = 0; r < 8; r += 2) {  // rows r, r + 1 interleaved: lanes {0,1 | 4,5} and {2,3 | 6,7}
+        pair[r] = _mm256_unpacklo_epi32(row[r], row[r + 1]);
+        pair[r + 1] = _mm256_unpackhi_epi32(row[r], row[r + 1]);
+    }
+    for (int h = 0; h < 8; h += 4)  // rows h..h+3: one lane per 128-bit half, {g | g + 4}
+        for (int i = 0; i < 2; ++i) {
+            quad[h + 2 * i] = _mm256_unpacklo_epi64(pair[h + i], pair[h + 2 + i]);      // lanes 2i, 2i + 4
+            quad[h + 2 * i + 1] = _mm256_unpackhi_epi64(pair[h + i], pair[h + 2 + i]);  // lanes 2i + 1, 2i + 5
+        }
+    for (int g = 0; g < 4; ++g) {  // rows 0-3 from quad[g], rows 4-7 from quad[4 + g]
+        out[g] = _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x20);
+        out[g + 4] = _mm256_permute2x128_si256(quad[g], quad[4 + g], 0x31);
+    }
+}
+
+/// Eight rows of eight 4-byte groups, transposed: group g of row r, at src + r *
+/// src_stride + 4 g, goes to dst + g * dst_stride + 4 r. 8 loads, 24 shuffles and 8
+/// stores, where copying the 64 groups one by one takes 64 loads and 64 stores.
+__attribute__((target("avx2"))) inline void transpose_groups_8x8(const std::uint8_t* src, std::int64_t src_stride,
+                                                                 std::uint8_t* dst, std::int64_t dst_stride) {
+    __m256i row[8], out[8];
+    for (int r = 0; r < 8; ++r) row[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * src_stride));
+    transpose_lanes_8x8(row, out);
+    for (int g = 0; g < 8; ++g) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + g * dst_stride), out[g]);
+}
+
+/// transpose_groups_8x8 for @p rows < 8 rows (a sliver of 6 rows of A): the missing rows
+/// are read as row 0 and left out of the stores by a mask, which needs AVX-512VL.
+__attribute__((target("avx2,avx512f,avx512vl"))) inline void transpose_groups_few_x8(
+    const std::uint8_t* src, std::int64_t src_stride, std::int64_t rows, std::uint8_t* dst, std::int64_t dst_stride) {
+    __m256i row[8], out[8];
+    for (int r = 0; r < 8; ++r)
+        row[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (r < rows ? r : 0) * src_stride));
+    transpose_lanes_8x8(row, out);
+    const __mmask8 present = static_cast<__mmask8>((1u << rows) - 1);
+    for (int g = 0; g < 8; ++g) _mm256_mask_storeu_epi32(dst + g * dst_stride, present, out[g]);
+}
+#endif
+
+/// Packs @p rows (at most 8) contiguous rows of @p K bytes, row r at src + r * @p
+/// src_stride, in groups of four: group g of row r goes to dst + g * @p dst_stride + 4 r.
+/// That is the VNNI packing of rows of A, and of columns of op(B) stored [N, K]. The rows
+/// go 32 K values at a time through transpose_groups_8x8 where the CPU has AVX2 (fewer
+/// than eight through transpose_groups_few_x8, with AVX-512VL); the rest group by group.
+template <class T>
+void scatter_rows_in_fours(const T* src, std::int64_t src_stride, std::int64_t rows, std::int64_t K,
+                           std::int64_t dst_stride, T* dst) {
+    std::int64_t k = 0;
+#if defined(__x86_64__)
+    static const bool avx2 = sys::cpu_info().features.avx2;
+    static const bool masked = avx2 && sys::cpu_info().features.avx512f && sys::cpu_info().features.avx512vl;
+    auto* const from = reinterpret_cast<const std::uint8_t*>(src);
+    auto* const to = reinterpret_cast<std::uint8_t*>(dst);
+    if (rows == 8 && avx2)
+        for (; k + 32 <= K; k += 32) transpose_groups_8x8(from + k, src_stride, to + (k / 4) * dst_stride, dst_stride);
+    else if (rows > 1 && masked)
+        for (; k + 32 <= K; k += 32)
+            transpose_groups_few_x8(from + k, src_stride, rows, to + (k / 4) * dst_stride, dst_stride);
+#endif
+    for (std::int64_t r = 0; r < rows; ++r)
+        scatter_groups(src + r * src_stride + k, 1, K - k, 4, dst_stride, dst + (k / 4) * dst_stride + 4 * r);
+}
+
 /// The sum of @p K values of @p src, @p step apart.
 template <class T>
 std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
@@ -61,28 +135,41 @@ std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
     return sum;
 }
 
-/// Packs all of op(B) (slivers in parallel: they are independent).
-inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp) {
-    PackedB p;
+/// Packs all of op(B) into @p p (slivers in parallel: they are independent), reusing
+/// the memory @p p already holds: each sliver is zeroed (the padding) right before its
+/// columns are scattered into it, so no page of it is written twice from memory.
+inline void pack_b_into(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp, PackedB& p) {
     p.N = g.N;
     p.K = g.K;
     p.width = width;
     p.kp = kp;
     const std::int64_t slivers = round_up(g.N, width) / width;
-    p.data.assign(static_cast<std::size_t>(slivers * width * kp), 0);
+    p.data.resize(static_cast<std::size_t>(slivers * width * kp));
     p.column_sums.assign(static_cast<std::size_t>(slivers * width), 0);
     parallel_for(slivers, 1, [&](std::int64_t first, std::int64_t last) {
         for (std::int64_t s = first; s < last; ++s) {
             std::int8_t* dst = p.data.data() + s * width * kp;
-            for (std::int64_t c = 0; c < width && s * width + c < g.N; ++c) {  // column j into [group][column][4]
+            std::fill(dst, dst + width * kp, std::int8_t{0});
+            const std::int64_t columns = std::min(width, g.N - s * width);
+            for (std::int64_t c = 0; c < columns; ++c) {  // column j into [group][column][4]
                 const std::int64_t j = s * width + c;
                 const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
                 const std::int64_t step = g.trans_b ? 1 : g.ldb;
-                scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
+                if (!g.trans_b) scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
                 p.column_sums[j] = sum_of(col, step, g.K);
             }
+            if (g.trans_b)  // columns are contiguous rows of B: eight at a time
+                for (std::int64_t c = 0; c < columns; c += 8)
+                    scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c),
+                                          g.K, width * 4, dst + c * 4);
         }
     });
+}
+
+/// Packs all of op(B) into a new PackedB (pack_b_into).
+inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp) {
+    PackedB p;
+    pack_b_into(g, width, kp, p);
     return p;
 }
 
@@ -93,12 +180,31 @@ inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std:
                    std::int64_t kp, std::uint8_t* dst, std::int32_t* row_sums) {
     const std::int64_t rows = round_up(mc, width);
     std::fill(dst, dst + rows * kp, std::uint8_t{0});
+    if (group == 4)  // eight rows at a time, never across a sliver's edge
+        for (std::int64_t r = 0; r < mc;) {
+            const std::int64_t rows = std::min({std::int64_t{8}, mc - r, width - r % width});
+            scatter_rows_in_fours(g.A + (i0 + r) * g.lda, g.lda, rows, g.K, width * 4,
+                                  dst + (r / width) * width * kp + (r % width) * 4);
+            r += rows;
+        }
     for (std::int64_t r = 0; r < mc; ++r) {
         const std::uint8_t* src = g.A + (i0 + r) * g.lda;
         std::uint8_t* sliver = dst + (r / width) * width * kp;
-        scatter_groups(src, 1, g.K, group, width * group, sliver + (r % width) * group);
+        if (group != 4) scatter_groups(src, 1, g.K, group, width * group, sliver + (r % width) * group);
         if (row_sums) row_sums[r] = sum_of(src, 1, g.K);
     }
+}
+
+/// Packs all of A, slivers of @p width rows in parallel, into @p dst (round_up(M, width)
+/// x kp bytes); @p row_sums (M entries) gets each row's sum when it is not null.
+inline void pack_a_all(const Int8GemmArgs& g, std::int64_t width, std::int64_t group, std::int64_t kp,
+                       std::uint8_t* dst, std::int32_t* row_sums) {
+    const std::int64_t slivers = round_up(g.M, width) / width;
+    parallel_for(slivers, 1, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t s = first; s < last; ++s)
+            pack_a(g, s * width, std::min(width, g.M - s * width), width, group, kp, dst + s * width * kp,
+                   row_sums ? row_sums + s * width : nullptr);
+    });
 }
 
 /// out[c] = quant::requantize(acc[c], m[per_column ? c : 0], zero_point, range) for c <
@@ -137,9 +243,12 @@ inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64
         const std::int32_t row_term = both - (zb != 0 ? zb * row_sums[r] : 0);
         const std::int32_t* raw = tile + r * rs;
         const std::int32_t* col_sum = column_sums + j0;
-        if (!rq) {  // INT32 out: a loop the compiler vectorises
+        if (!rq) {  // INT32 out: loops the compiler vectorises (a row-major tile's row is contiguous)
             std::int32_t* c_row = g.C + i * g.ldc + j0;
-            for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
+            if (cs == 1)
+                for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c] - za * col_sum[c] + row_term;
+            else
+                for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
             continue;
         }
         requantize_row(*rq, raw, cs, col_sum, za, row_term, j0, cols, rq->out + i * rq->ldo + j0);
@@ -159,9 +268,12 @@ struct Blocking {
 };
 
 /// op(B) packed for this call's blocking: the caller's (Int8GemmArgs::packed_b), checked
-/// against the blocking, or a fresh packing into @p own.
+/// against the blocking, or packed now into @p own.
 inline const PackedB& packed_b_for(const Int8GemmArgs& g, const Blocking& bl, std::int64_t kp, PackedB& own) {
-    if (!g.packed_b) return own = pack_b(g, bl.nr, kp);
+    if (!g.packed_b) {
+        pack_b_into(g, bl.nr, kp, own);
+        return own;
+    }
     const PackedB& p = *g.packed_b;
     check(p.N == g.N && p.K == g.K && p.width == bl.nr && p.kp == kp,
           "int8 GEMM: the packed weights were packed for another shape or kernel (N " + std::to_string(p.N) + ", K " +
@@ -170,49 +282,68 @@ inline const PackedB& packed_b_for(const Int8GemmArgs& g, const Blocking& bl, st
     return p;
 }
 
+/// A buffer that keeps its memory from one call to the next on the same thread. A GEMM
+/// that allocated its packing buffers afresh in every call would have the kernel hand it
+/// new pages each time, and touching those for the first time costs more than packing
+/// into them (a 4 MB operand at N = 2048: a thousand page faults, about a millisecond in
+/// this VM, against 0.3 ms for the packing itself).
+template <class T>
+T* reused_buffer(std::vector<T>& buffer, std::int64_t count) {
+    if (static_cast<std::int64_t>(buffer.size()) < count) buffer.resize(static_cast<std::size_t>(count));
+    return buffer.data();
+}
+
 /// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
 /// accumulate is false, writes) the raw sums of one A sliver x B sliver over kc values of
 /// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major).
-/// B is packed once per call, or not at all when the caller packed it beforehand
-/// (Int8GemmArgs::packed_b: a layer's weights, packed when the layer is built).
+///
+/// Both operands are packed once per call, up front, each by both threads in parallel:
+/// B unless the caller packed it beforehand (Int8GemmArgs::packed_b: a layer's weights,
+/// packed when the layer is built), and all of A. Packing A block by block, inside the
+/// loop below, would have each thread pack the same rows again whenever the two threads
+/// share a row of blocks, which they do all the time. The packed operands and the tile
+/// buffers live in per-thread buffers that are reused from call to call (reused_buffer).
 ///
 /// The result is cut into blocks of MC rows x NC columns. The intra-op threads take
 /// blocks from a shared atomic counter, one at a time, rather than a fixed share each:
 /// on a machine where another process takes one core for a while, the thread on the
 /// other core simply takes more blocks, where a fixed half-and-half split waits for the
-/// slow half. Blocks are numbered row-major, so a thread that takes consecutive blocks
-/// of the same rows keeps its packed A. Inside a block, K goes in passes of KC so that a
-/// B sliver (KC x NR bytes) stays in L1 while the A slivers stream past; the block's
-/// tiles live in a per-thread buffer until the last pass, and the epilogue
-/// (requantization included) runs on each tile as soon as it is finished.
+/// slow half. Inside a block, K goes in passes of KC so that a B sliver (KC x NR bytes)
+/// stays in cache while the A slivers stream past; the block's tiles live in a per-thread
+/// buffer until the last pass, and the epilogue (requantization included) runs on each
+/// tile as soon as it is finished.
 template <class Micro>
 void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
     if (g.M == 0 || g.N == 0) return;
     check(bl.nr <= kMaxTileColumns, "int8 blocked_gemm: micro-tile wider than requantize_row's row buffer");
+    check(bl.mc % bl.mr == 0, "int8 blocked_gemm: MC must be a multiple of MR (blocks start on an A sliver)");
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
-    PackedB own;
-    const PackedB& b = packed_b_for(g, bl, kp, own);
+    thread_local PackedB own_b;
+    const PackedB& b = packed_b_for(g, bl, kp, own_b);
+    thread_local std::vector<std::uint8_t> a_buffer;
+    thread_local std::vector<std::int32_t> row_sum_buffer;
+    std::uint8_t* const a = reused_buffer(a_buffer, round_up(g.M, bl.mr) * kp);
+    std::int32_t* const row_sums = g.b_zero_point ? reused_buffer(row_sum_buffer, g.M) : nullptr;
+    pack_a_all(g, bl.mr, bl.a_group, kp, a, row_sums);
+
     const std::int64_t row_blocks = (g.M + bl.mc - 1) / bl.mc, col_blocks = (g.N + bl.nc - 1) / bl.nc;
     const std::int64_t blocks = row_blocks * col_blocks;
-    const std::int64_t mc_tiles = round_up(bl.mc, bl.mr) / bl.mr;
+    const std::int64_t mc_tiles = bl.mc / bl.mr;
     std::atomic<std::int64_t> next_block{0};
     const int threads = static_cast<int>(std::min<std::int64_t>(get_num_threads(), blocks));
+    // With one pass over K, a tile is finished as soon as it is computed: one tile's
+    // buffer, which stays in L1, serves them all.
+    const bool one_pass = kp <= bl.kc;
     parallel_run(threads, [&](int) {
-        std::vector<std::uint8_t> a(static_cast<std::size_t>(round_up(bl.mc, bl.mr) * kp));
-        std::vector<std::int32_t> row_sums(static_cast<std::size_t>(bl.mc));
-        std::vector<std::int32_t> tiles(static_cast<std::size_t>(mc_tiles * bl.mr * bl.nc));
-        std::int64_t packed_block = -1;
+        thread_local std::vector<std::int32_t> tile_buffer;
+        std::int32_t* const tiles = reused_buffer(tile_buffer, one_pass ? bl.mr * bl.nr : mc_tiles * bl.mr * bl.nc);
         for (std::int64_t t = next_block++; t < blocks; t = next_block++) {
             const std::int64_t ib = t / col_blocks, jb = t % col_blocks;
             const std::int64_t i0 = ib * bl.mc, mc = std::min(bl.mc, g.M - i0);
             const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, g.N - j0);
-            if (ib != packed_block) {
-                pack_a(g, i0, mc, bl.mr, bl.a_group, kp, a.data(), g.b_zero_point ? row_sums.data() : nullptr);
-                packed_block = ib;
-            }
             // Tile (ir, jr) of this block, in the per-thread buffer.
             auto tile = [&](std::int64_t ir, std::int64_t jr) {
-                return tiles.data() + (((jr - j0) / bl.nr) * mc_tiles + ir / bl.mr) * bl.mr * bl.nr;
+                return one_pass ? tiles : tiles + (((jr - j0) / bl.nr) * mc_tiles + ir / bl.mr) * bl.mr * bl.nr;
             };
             for (std::int64_t pc = 0; pc < kp; pc += bl.kc) {
                 const std::int64_t kc = std::min(bl.kc, kp - pc);
@@ -220,11 +351,12 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
                 for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr)
                     for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
                         // Slivers are K-major, so K range [pc, pc + kc) of each is contiguous.
-                        micro(kc, a.data() + ir * kp + pc * bl.mr, b.data.data() + jr * kp + pc * bl.nr,
+                        micro(kc, a + (i0 + ir) * kp + pc * bl.mr, b.data.data() + jr * kp + pc * bl.nr,
                               tile(ir, jr), pc > 0);
                         if (last_pass)
-                            epilogue(g, tile(ir, jr), bl.column_major ? 1 : bl.nr, bl.column_major ? bl.mr : 1, i0 + ir, jr, std::min(bl.mr, mc - ir),
-                                     std::min(bl.nr, j0 + nc - jr), row_sums.data() + ir, b.column_sums.data());
+                            epilogue(g, tile(ir, jr), bl.column_major ? 1 : bl.nr, bl.column_major ? bl.mr : 1,
+                                     i0 + ir, jr, std::min(bl.mr, mc - ir), std::min(bl.nr, j0 + nc - jr),
+                                     row_sums ? row_sums + i0 + ir : nullptr, b.column_sums.data());
                     }
             }
         }

@@ -9,11 +9,13 @@
 ///                               micro-kernel; every CPU
 ///   AVX512-VNNI   vnni.cpp      vpdpbusd: 64 u8 x s8 products summed in fours into 16
 ///                               INT32 lanes per instruction, 4x an FP32 FMA's work
-///                               (Ice Lake, Zen 4 and later)
+///                               (Ice Lake, Zen 4 and later); a transposed 32 x 12 tile
+///                 vnni_rows.cpp the same instruction on a row-major 6 x 64 tile, K up
+///                               to 2048 summed in registers (oneDNN's layout)
 ///   AMX-INT8      amx.cpp       tdpbusd on 16 x 64 by 64 x 16 tiles (Sapphire Rapids and
 ///                               later); compiled everywhere, run only where the CPU has AMX
 ///
-/// All three pack their operands with pack.hpp (K in groups of four, the "VNNI layout")
+/// All of them pack their operands with pack.hpp (K in groups of four, the "VNNI layout")
 /// and share the epilogue there: zero-point compensation, then either INT32 out or the
 /// fused requantization. Tests: build/tests/unit_tests --gtest_filter='Int8Gemm*'
 /// (paths the CPU lacks are skipped with a message).
@@ -30,12 +32,14 @@ namespace gl::kernels {
 Int8GemmKernel gemm_int8_naive_kernel();
 Int8GemmKernel gemm_int8_portable_kernel();
 Int8GemmKernel gemm_int8_vnni_kernel();
+Int8GemmKernel gemm_int8_vnni_rows_kernel();
 Int8GemmKernel gemm_int8_amx_kernel();
 /// @endcond
 
 /// The oracle, then the paths from the portable one to the most capable.
 inline std::vector<Int8GemmKernel> cpu_int8_gemm_paths() {
-    return {gemm_int8_naive_kernel(), gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(), gemm_int8_amx_kernel()};
+    return {gemm_int8_naive_kernel(), gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(), gemm_int8_vnni_rows_kernel(),
+            gemm_int8_amx_kernel()};
 }
 
 }  // namespace gl::kernels
