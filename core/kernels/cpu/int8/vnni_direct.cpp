@@ -23,8 +23,18 @@
 //    and no byte outside A is read.
 //  - The zero point of B. The row sums of A (needed only when zb != 0) were a by-product
 //    of packing; here they are summed in a separate parallel pass, only in that case.
+//
 // B is packed as for int8_vnni_rows (the same [K / 4][64][4] slivers; the same weights
-// packed once by pack_int8_weights work for both).
+// packed once by pack_int8_weights work for both), but, when the caller has not packed
+// it, no longer all up front: each sliver is packed inside the loop by the first thread
+// that needs it, right before its first tile. The other thread keeps multiplying
+// meanwhile (the two take different column blocks first), so packing overlaps compute,
+// and the sliver (128 KiB at K = 2048) is still in the packer's L2 when its tiles read
+// it. A thread that needs a sliver the other is packing waits for it (it is a small
+// part of the call; blocks sharing a sliver come later in the order).
+#include <memory>
+#include <thread>
+
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
 #include "sys/cpu_info.hpp"
@@ -102,6 +112,32 @@ void tile_pass(const Int8GemmArgs& g, std::int64_t i, std::int64_t rows, std::in
 }
 #endif
 
+// Which B slivers are packed: each is packed once, by the first thread to ask for it;
+// a thread asking while another packs it waits until it is done.
+class SliverGate {
+public:
+    explicit SliverGate(std::int64_t slivers) : state_(std::make_unique<std::atomic<int>[]>(slivers)) {
+        for (std::int64_t s = 0; s < slivers; ++s) state_[s].store(kUnpacked, std::memory_order_relaxed);
+    }
+    // Returns once sliver @p s is packed, calling pack(s) if no thread has started it.
+    template <class Pack>
+    void ensure(std::int64_t s, Pack pack) {
+        std::atomic<int>& st = state_[s];
+        if (st.load(std::memory_order_acquire) == kPacked) return;
+        int expected = kUnpacked;
+        if (st.compare_exchange_strong(expected, kPacking, std::memory_order_acq_rel)) {
+            pack(s);
+            st.store(kPacked, std::memory_order_release);  // the sliver's bytes and sums, published
+            return;
+        }
+        while (st.load(std::memory_order_acquire) != kPacked) std::this_thread::yield();
+    }
+
+private:
+    static constexpr int kUnpacked = 0, kPacking = 1, kPacked = 2;
+    std::unique_ptr<std::atomic<int>[]> state_;
+};
+
 // The loops of pack.hpp's blocked_gemm (blocks of MC x NC taken from a shared counter, K
 // in passes of KC, the epilogue on each finished tile), without packing A.
 void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
@@ -109,8 +145,13 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     if (g.M == 0 || g.N == 0) return;
     const std::int64_t kp = int8::round_up(std::max<std::int64_t>(g.K, 1), 4);
     const int8::Blocking bl{kMR, kNR, 4, 4, kMC, kNC, kKC, false};
+    // B: the caller's packed weights (checked), or our own buffer, sized now and packed
+    // sliver by sliver in the loop (SliverGate).
     thread_local int8::PackedB own_b;
-    const int8::PackedB& b = int8::packed_b_for(g, bl, kp, own_b);
+    int8::PackedB& mine = own_b;  // this (the calling) thread's buffer, named for the workers
+    if (!g.packed_b) int8::size_packed_b(g, kNR, kp, mine);
+    const int8::PackedB& b = g.packed_b ? int8::packed_b_for(g, bl, kp, mine) : mine;
+    SliverGate gate(g.packed_b ? 0 : int8::round_up(g.N, kNR) / kNR);
     thread_local std::vector<std::int32_t> row_sum_buffer;
     std::int32_t* const row_sums = g.b_zero_point ? int8::reused_buffer(row_sum_buffer, g.M) : nullptr;
     if (row_sums)
@@ -135,7 +176,8 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
             };
             for (std::int64_t pc = 0; pc < kp; pc += kKC) {
                 const std::int64_t pass_end = std::min(pc + kKC, kp);
-                for (std::int64_t jr = j0; jr < j0 + nc; jr += kNR)
+                for (std::int64_t jr = j0; jr < j0 + nc; jr += kNR) {
+                    if (pc == 0 && !g.packed_b) gate.ensure(jr / kNR, [&](std::int64_t s) { int8::pack_b_sliver(g, s, mine); });
                     for (std::int64_t ir = 0; ir < mc; ir += kMR) {
                         const std::int64_t rows = std::min(kMR, mc - ir);
                         tile_pass(g, i0 + ir, rows, pc, pass_end, b.data.data() + jr * kp, tile(ir, jr), pc > 0);
@@ -143,6 +185,7 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
                             int8::epilogue(g, tile(ir, jr), kNR, 1, i0 + ir, jr, rows, std::min(kNR, j0 + nc - jr),
                                            row_sums ? row_sums + i0 + ir : nullptr, b.column_sums.data());
                     }
+                }
             }
         }
     });
