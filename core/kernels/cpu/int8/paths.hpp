@@ -41,8 +41,11 @@ Int8GemmKernel gemm_int8_amx_kernel();
 
 /// The oracle, then the paths from the portable one to the most capable.
 inline std::vector<Int8GemmKernel> cpu_int8_gemm_paths() {
-    return {gemm_int8_naive_kernel(), gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(), gemm_int8_vnni_rows_kernel(),
-            gemm_int8_vnni_direct_kernel(), gemm_int8_amx_kernel()};
+    // int8_vnni_direct comes before int8_vnni_rows, so dispatch (the last path this CPU
+    // can run) keeps int8_vnni_rows: reading A in place measured slower at N = 2048
+    // (docs/results/2026-12-03-q1-cnn.md).
+    return {gemm_int8_naive_kernel(),      gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(),
+            gemm_int8_vnni_direct_kernel(), gemm_int8_vnni_rows_kernel(), gemm_int8_amx_kernel()};
 }
 
 }  // namespace gl::kernels
