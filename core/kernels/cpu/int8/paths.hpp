@@ -42,8 +42,8 @@ Int8GemmKernel gemm_int8_amx_kernel();
 /// The oracle, then the paths from the portable one to the most capable.
 inline std::vector<Int8GemmKernel> cpu_int8_gemm_paths() {
     // int8_vnni_direct comes before int8_vnni_rows, so dispatch (the last path this CPU
-    // can run) keeps int8_vnni_rows: reading A in place measured slower at N = 2048
-    // (docs/results/2026-12-03-q1-cnn.md).
+    // can run) keeps int8_vnni_rows: direct was 1-6% faster on the square problems but
+    // 3-5% slower on two of the CNN's layer shapes (docs/results/2026-12-03-q1-cnn.md).
     return {gemm_int8_naive_kernel(),      gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(),
             gemm_int8_vnni_direct_kernel(), gemm_int8_vnni_rows_kernel(), gemm_int8_amx_kernel()};
 }
