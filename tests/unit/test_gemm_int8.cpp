@@ -3,7 +3,10 @@
 // any tile or block, both layouts of B, zero points on either side, padded rows, one and
 // two threads. Paths this CPU cannot run (AMX on most machines) skip with a message.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -69,6 +72,8 @@ std::vector<Problem> problems() {
             {37, 70, 1100, true, 5, -2, 1},  {30, 40, 1030, false, 200, 0, 0}, {9, 50, 2101, true, 3, 1, 0},
             {17, 97, 4099, false, 0, 0, 2}};
 }
+
+std::int64_t round_up_to(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
 class Int8Gemm : public ::testing::TestWithParam<std::string> {
 protected:
@@ -154,6 +159,35 @@ TEST_P(Int8Gemm, PrepackedWeightsMatchPackingPerCall) {
     small.args.C = c.data();
     small.args.packed_b = &packed;
     EXPECT_THROW(run_int8_gemm(k, small.args), Error);
+}
+
+// A ending right where an unreadable page begins: a kernel that read A in place and let
+// its last group of four run past K (int8_vnni_direct must pad the K tail instead) would
+// fault here. K = 50 and 2101 leave tails of 2 and 1 (2101 also in a second K pass), the
+// row counts leave partial tiles.
+TEST_P(Int8Gemm, ReadsNoByteOfAPastItsEnd) {
+    const Int8GemmKernel& k = kernel();
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (k.peer) GTEST_SKIP() << k.name << ": a library, not ours to check";
+    const std::int64_t page = sysconf(_SC_PAGESIZE);
+    for (const Problem& p : std::vector<Problem>{{13, 37, 50, true, 7, 0, 0}, {9, 70, 2101, false, 3, 1, 0}}) {
+        Operands o = operands(p);
+        const std::int64_t bytes = p.M * p.K, mapped = round_up_to(bytes, page) + page;
+        void* map = mmap(nullptr, static_cast<std::size_t>(mapped), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+        ASSERT_NE(map, MAP_FAILED);
+        auto* guard = static_cast<std::uint8_t*>(map) + (mapped - page);
+        ASSERT_EQ(mprotect(guard, static_cast<std::size_t>(page), PROT_NONE), 0);
+        std::memcpy(guard - bytes, o.A.data(), static_cast<std::size_t>(bytes));
+        std::vector<std::int32_t> got(static_cast<std::size_t>(p.M * o.args.ldc), -7), want = got;
+        o.args.C = want.data();
+        find_int8_gemm("int8_naive").fn(o.args);
+        o.args.A = guard - bytes;
+        o.args.C = got.data();
+        run_int8_gemm(k, o.args);
+        munmap(map, static_cast<std::size_t>(mapped));
+        ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Int8Gemm, ::testing::ValuesIn([] {

@@ -135,10 +135,9 @@ std::int32_t sum_of(const T* src, std::int64_t step, std::int64_t K) {
     return sum;
 }
 
-/// Packs all of op(B) into @p p (slivers in parallel: they are independent), reusing
-/// the memory @p p already holds: each sliver is zeroed (the padding) right before its
-/// columns are scattered into it, so no page of it is written twice from memory.
-inline void pack_b_into(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp, PackedB& p) {
+/// Sizes @p p for op(B) of @p g in slivers of @p width columns, K padded to @p kp, reusing
+/// the memory it already holds; the slivers are left for pack_b_sliver to fill.
+inline void size_packed_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp, PackedB& p) {
     p.N = g.N;
     p.K = g.K;
     p.width = width;
@@ -146,23 +145,35 @@ inline void pack_b_into(const Int8GemmArgs& g, std::int64_t width, std::int64_t 
     const std::int64_t slivers = round_up(g.N, width) / width;
     p.data.resize(static_cast<std::size_t>(slivers * width * kp));
     p.column_sums.assign(static_cast<std::size_t>(slivers * width), 0);
-    parallel_for(slivers, 1, [&](std::int64_t first, std::int64_t last) {
-        for (std::int64_t s = first; s < last; ++s) {
-            std::int8_t* dst = p.data.data() + s * width * kp;
-            std::fill(dst, dst + width * kp, std::int8_t{0});
-            const std::int64_t columns = std::min(width, g.N - s * width);
-            for (std::int64_t c = 0; c < columns; ++c) {  // column j into [group][column][4]
-                const std::int64_t j = s * width + c;
-                const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
-                const std::int64_t step = g.trans_b ? 1 : g.ldb;
-                if (!g.trans_b) scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
-                p.column_sums[j] = sum_of(col, step, g.K);
-            }
-            if (g.trans_b)  // columns are contiguous rows of B: eight at a time
-                for (std::int64_t c = 0; c < columns; c += 8)
-                    scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c),
-                                          g.K, width * 4, dst + c * 4);
-        }
+}
+
+/// Packs sliver @p s of op(B) (columns s * width ...) into @p p, sized by size_packed_b,
+/// with its columns' sums. The sliver is zeroed (the padding) right before its columns are
+/// scattered into it, so no page of it is written twice from memory.
+inline void pack_b_sliver(const Int8GemmArgs& g, std::int64_t s, PackedB& p) {
+    const std::int64_t width = p.width, kp = p.kp;
+    std::int8_t* dst = p.data.data() + s * width * kp;
+    std::fill(dst, dst + width * kp, std::int8_t{0});
+    const std::int64_t columns = std::min(width, g.N - s * width);
+    for (std::int64_t c = 0; c < columns; ++c) {  // column j into [group][column][4]
+        const std::int64_t j = s * width + c;
+        const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
+        const std::int64_t step = g.trans_b ? 1 : g.ldb;
+        if (!g.trans_b) scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
+        p.column_sums[j] = sum_of(col, step, g.K);
+    }
+    if (g.trans_b)  // columns are contiguous rows of B: eight at a time
+        for (std::int64_t c = 0; c < columns; c += 8)
+            scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c), g.K,
+                                  width * 4, dst + c * 4);
+}
+
+/// Packs all of op(B) into @p p (slivers in parallel: they are independent), reusing
+/// the memory @p p already holds.
+inline void pack_b_into(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp, PackedB& p) {
+    size_packed_b(g, width, kp, p);
+    parallel_for(round_up(g.N, width) / width, 1, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t s = first; s < last; ++s) pack_b_sliver(g, s, p);
     });
 }
 

@@ -12,6 +12,8 @@
 ///                               (Ice Lake, Zen 4 and later); a transposed 32 x 12 tile
 ///                 vnni_rows.cpp the same instruction on a row-major 6 x 64 tile, K up
 ///                               to 2048 summed in registers (oneDNN's layout)
+///                 vnni_direct.cpp that tile with A broadcast in place from the caller's
+///                               rows: only B is packed
 ///   AMX-INT8      amx.cpp       tdpbusd on 16 x 64 by 64 x 16 tiles (Sapphire Rapids and
 ///                               later); compiled everywhere, run only where the CPU has AMX
 ///
@@ -33,13 +35,17 @@ Int8GemmKernel gemm_int8_naive_kernel();
 Int8GemmKernel gemm_int8_portable_kernel();
 Int8GemmKernel gemm_int8_vnni_kernel();
 Int8GemmKernel gemm_int8_vnni_rows_kernel();
+Int8GemmKernel gemm_int8_vnni_direct_kernel();
 Int8GemmKernel gemm_int8_amx_kernel();
 /// @endcond
 
 /// The oracle, then the paths from the portable one to the most capable.
 inline std::vector<Int8GemmKernel> cpu_int8_gemm_paths() {
-    return {gemm_int8_naive_kernel(), gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(), gemm_int8_vnni_rows_kernel(),
-            gemm_int8_amx_kernel()};
+    // int8_vnni_direct comes before int8_vnni_rows, so dispatch (the last path this CPU
+    // can run) keeps int8_vnni_rows: direct was 1-6% faster on the square problems but
+    // 3-5% slower on two of the CNN's layer shapes (docs/results/2026-12-03-q1-cnn.md).
+    return {gemm_int8_naive_kernel(),      gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(),
+            gemm_int8_vnni_direct_kernel(), gemm_int8_vnni_rows_kernel(), gemm_int8_amx_kernel()};
 }
 
 }  // namespace gl::kernels

@@ -1,0 +1,210 @@
+// INT8 GEMM, the AVX512-VNNI path, third version: int8_vnni_rows' 6 x 64 tile with A read
+// in place, straight from the caller's rows, instead of packed.
+//
+// Why A need not be packed for this tile. Packing puts each row's four K neighbours side
+// by side so that one 32-bit broadcast feeds vpdpbusd. In a row-major A whose rows are
+// contiguous in K, those four bytes already are side by side: row r's group g is the
+// 32-bit word at A + r * lda + 4 g. The packed sliver only saved the micro-kernel from
+// following six row pointers, which costs nothing (x86 addresses base + index for free).
+// What packing did cost: all of A read from memory and written back before the first
+// multiply, on both threads, with nothing to overlap it (int8_vnni_rows spends about 6%
+// of N = 2048 there; a build that skipped it tied oneDNN). Read in place, A streams from
+// memory into cache once, inside the loop, while the multiplies run, and a block of 60
+// rows (120 KiB at K = 2048) stays in L2 for the eight B slivers that reuse it, as the
+// packed block did.
+//
+// What still needs care:
+//  - The K tail. When K is not a multiple of 4, the last group of a row would read bytes
+//    past the row (the next row's, or past the end of A). The tail of each tile's six rows
+//    is copied into a 24-byte zero-padded group and added by one more step of the same
+//    micro-kernel; B is packed with zeros past K, so the padding adds nothing.
+//  - The M edge. A last tile with fewer than six rows points its missing rows at its last
+//    real row: they compute sums nobody writes (the epilogue writes the real rows only),
+//    and no byte outside A is read.
+//  - The zero point of B. The row sums of A (needed only when zb != 0) were a by-product
+//    of packing; here they are summed in a separate parallel pass, only in that case.
+//
+// B is packed as for int8_vnni_rows (the same [K / 4][64][4] slivers; the same weights
+// packed once by pack_int8_weights work for both), but, when the caller has not packed
+// it, no longer all up front: each sliver is packed inside the loop by the first thread
+// that needs it, right before its first tile. The other thread keeps multiplying
+// meanwhile (the two take different column blocks first), so packing overlaps compute,
+// and the sliver (128 KiB at K = 2048) is still in the packer's L2 when its tiles read
+// it. A thread that needs a sliver the other is packing waits for it (it is a small
+// part of the call; blocks sharing a sliver come later in the order).
+#include <memory>
+#include <thread>
+
+#include "kernels/cpu/int8/pack.hpp"
+#include "kernels/cpu/int8/paths.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace gl::kernels {
+namespace {
+
+constexpr std::int64_t kMR = 6, kNR = 64;
+constexpr std::int64_t kMC = 60, kNC = 512, kKC = 2048;  // int8_vnni_rows' blocking
+
+bool has_vnni() {
+    const auto& f = sys::cpu_info().features;
+    return f.avx512f && f.avx512bw && f.avx512_vnni;
+}
+
+#if defined(__x86_64__)
+// tile (kMR x kNR, row-major) = (accumulate ? tile : 0) + sum over the @p groups groups of
+// four K values of row[r][4 g .. 4 g + 3] x b's group g. row[r] points at row r's first K
+// value of this pass, in the caller's A; b is a packed B sliver at the same K, [groups][64][4].
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::int64_t groups,
+                                                                           const std::uint8_t* const (&row)[kMR],
+                                                                           const std::int8_t* b, std::int32_t* tile,
+                                                                           bool accumulate) {
+    constexpr int kVectors = kNR / 16;  // zmm of 16 columns per row
+    __m512i acc[kMR][kVectors];
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v)
+            acc[r][v] = accumulate ? _mm512_loadu_si512(tile + r * kNR + 16 * v) : _mm512_setzero_si512();
+    for (std::int64_t g = 0; g < groups; ++g) {
+        __m512i bv[kVectors];  // 64 columns, four K each
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_loadu_si512(b + 64 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < kMR; ++r) {
+            std::int32_t four;  // row r's four K values, read where the caller keeps them
+            __builtin_memcpy(&four, row[r] + 4 * g, 4);
+            // Six rows read 4 bytes a step are six slow streams the hardware prefetcher
+            // follows late when A comes from memory (the block's first B sliver): ask
+            // for each row's line 512 bytes ahead, once per 64-byte line read.
+            if (g % 16 == 0) _mm_prefetch(reinterpret_cast<const char*>(row[r] + 4 * g + 512), _MM_HINT_T0);
+            const __m512i ar = _mm512_set1_epi32(four);
+#pragma GCC unroll 4
+            for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], ar, bv[v]);
+        }
+        b += 4 * kNR;
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) _mm512_storeu_si512(tile + r * kNR + 16 * v, acc[r][v]);
+}
+
+// The sums of one tile (rows i .. i + rows - 1 of A against the B sliver @p b) over the K
+// range [k0, k1) of this pass, added to the tile when @p accumulate. [k0, k1) is cut at
+// K4, the end of K's whole groups of four: before it, A is read in place; the tail group
+// after it (when K is not a multiple of 4) goes through a zero-padded copy.
+void tile_pass(const Int8GemmArgs& g, std::int64_t i, std::int64_t rows, std::int64_t k0, std::int64_t k1,
+               const std::int8_t* b, std::int32_t* tile, bool accumulate) {
+    const std::int64_t k4 = g.K / 4 * 4;
+    const std::uint8_t* row[kMR];
+    for (std::int64_t r = 0; r < kMR; ++r) row[r] = g.A + (i + std::min(r, rows - 1)) * g.lda + k0;
+    const std::int64_t whole = std::max<std::int64_t>(std::min(k1, k4) - k0, 0) / 4;
+    micro_kernel(whole, row, b + k0 * kNR, tile, accumulate);
+    if (k1 <= k4 || k4 == g.K) return;  // no tail in this pass
+    alignas(64) std::uint8_t tail[kMR * 4] = {};  // row r's last K % 4 values, then zeros
+    const std::uint8_t* tail_row[kMR];
+    for (std::int64_t r = 0; r < kMR; ++r) {
+        const std::uint8_t* src = g.A + (i + std::min(r, rows - 1)) * g.lda + k4;
+        std::copy(src, src + (g.K - k4), tail + 4 * r);
+        tail_row[r] = tail + 4 * r;
+    }
+    micro_kernel(1, tail_row, b + k4 * kNR, tile, true);
+}
+#endif
+
+// Which B slivers are packed: each is packed once, by the first thread to ask for it;
+// a thread asking while another packs it waits until it is done.
+class SliverGate {
+public:
+    explicit SliverGate(std::int64_t slivers) : state_(std::make_unique<std::atomic<int>[]>(slivers)) {
+        for (std::int64_t s = 0; s < slivers; ++s) state_[s].store(kUnpacked, std::memory_order_relaxed);
+    }
+    // Returns once sliver @p s is packed, calling pack(s) if no thread has started it.
+    template <class Pack>
+    void ensure(std::int64_t s, Pack pack) {
+        std::atomic<int>& st = state_[s];
+        if (st.load(std::memory_order_acquire) == kPacked) return;
+        int expected = kUnpacked;
+        if (st.compare_exchange_strong(expected, kPacking, std::memory_order_acq_rel)) {
+            pack(s);
+            st.store(kPacked, std::memory_order_release);  // the sliver's bytes and sums, published
+            return;
+        }
+        while (st.load(std::memory_order_acquire) != kPacked) std::this_thread::yield();
+    }
+
+private:
+    static constexpr int kUnpacked = 0, kPacking = 1, kPacked = 2;
+    std::unique_ptr<std::atomic<int>[]> state_;
+};
+
+// The loops of pack.hpp's blocked_gemm (blocks of MC x NC taken from a shared counter, K
+// in passes of KC, the epilogue on each finished tile), without packing A.
+void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
+#if defined(__x86_64__)
+    if (g.M == 0 || g.N == 0) return;
+    const std::int64_t kp = int8::round_up(std::max<std::int64_t>(g.K, 1), 4);
+    const int8::Blocking bl{kMR, kNR, 4, 4, kMC, kNC, kKC, false};
+    // B: the caller's packed weights (checked), or our own buffer, sized now and packed
+    // sliver by sliver in the loop (SliverGate).
+    thread_local int8::PackedB own_b;
+    int8::PackedB& mine = own_b;  // this (the calling) thread's buffer, named for the workers
+    if (!g.packed_b) int8::size_packed_b(g, kNR, kp, mine);
+    const int8::PackedB& b = g.packed_b ? int8::packed_b_for(g, bl, kp, mine) : mine;
+    SliverGate gate(g.packed_b ? 0 : int8::round_up(g.N, kNR) / kNR);
+    thread_local std::vector<std::int32_t> row_sum_buffer;
+    std::int32_t* const row_sums = g.b_zero_point ? int8::reused_buffer(row_sum_buffer, g.M) : nullptr;
+    if (row_sums)
+        parallel_for(g.M, 64, [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t i = first; i < last; ++i) row_sums[i] = int8::sum_of(g.A + i * g.lda, 1, g.K);
+        });
+
+    const std::int64_t row_blocks = (g.M + kMC - 1) / kMC, col_blocks = (g.N + kNC - 1) / kNC;
+    const std::int64_t blocks = row_blocks * col_blocks;
+    constexpr std::int64_t kTiles = kMC / kMR;
+    std::atomic<std::int64_t> next_block{0};
+    const int threads = static_cast<int>(std::min<std::int64_t>(get_num_threads(), blocks));
+    const bool one_pass = kp <= kKC;  // then one L1-resident tile serves every tile in turn
+    parallel_run(threads, [&](int) {
+        thread_local std::vector<std::int32_t> tile_buffer;
+        std::int32_t* const tiles = int8::reused_buffer(tile_buffer, one_pass ? kMR * kNR : kTiles * kMR * kNC);
+        for (std::int64_t t = next_block++; t < blocks; t = next_block++) {
+            const std::int64_t i0 = t / col_blocks * kMC, mc = std::min(kMC, g.M - i0);
+            const std::int64_t j0 = t % col_blocks * kNC, nc = std::min(kNC, g.N - j0);
+            auto tile = [&](std::int64_t ir, std::int64_t jr) {
+                return one_pass ? tiles : tiles + (((jr - j0) / kNR) * kTiles + ir / kMR) * kMR * kNR;
+            };
+            for (std::int64_t pc = 0; pc < kp; pc += kKC) {
+                const std::int64_t pass_end = std::min(pc + kKC, kp);
+                for (std::int64_t jr = j0; jr < j0 + nc; jr += kNR) {
+                    if (pc == 0 && !g.packed_b) gate.ensure(jr / kNR, [&](std::int64_t s) { int8::pack_b_sliver(g, s, mine); });
+                    for (std::int64_t ir = 0; ir < mc; ir += kMR) {
+                        const std::int64_t rows = std::min(kMR, mc - ir);
+                        tile_pass(g, i0 + ir, rows, pc, pass_end, b.data.data() + jr * kp, tile(ir, jr), pc > 0);
+                        if (pass_end == kp)
+                            int8::epilogue(g, tile(ir, jr), kNR, 1, i0 + ir, jr, rows, std::min(kNR, j0 + nc - jr),
+                                           row_sums ? row_sums + i0 + ir : nullptr, b.column_sums.data());
+                    }
+                }
+            }
+        }
+    });
+#else
+    (void)g;
+    throw Error("int8_vnni_direct: this build is not for x86-64");
+#endif
+}
+
+}  // namespace
+
+Int8GemmKernel gemm_int8_vnni_direct_kernel() {
+    return {"int8_vnni_direct",
+            "int8_vnni_rows' 6x64 tile with A broadcast in place from the caller's rows (no A packing; K tail padded)",
+            "avx512_vnni", &has_vnni, &gemm_int8_vnni_direct, false, kNR, 4};
+}
+
+}  // namespace gl::kernels
