@@ -436,14 +436,14 @@ def copy_tree(source: Path, target: Path) -> None:
 
 
 def copy_build(base: Path, work: Path, flavour: str, targets: list[str]) -> None:
-    """WORK/build*: the base build pruned to what @p targets are made of (see kept_outputs),
+    """WORK/build*: the base build without pruned_outputs (what @p targets are not made of),
     times kept, to be updated by the student's build."""
     source = base / folder_name(flavour)
     build = work / folder_name(flavour)
     if build.exists():
         shutil.rmtree(build)
     left_out = pruned_outputs(source, targets)
-    for root, dirs, names in os.walk(source):
+    for root, _, names in os.walk(source):
         rel_root = Path(root).relative_to(source)
         (build / rel_root).mkdir(exist_ok=True)
         shutil.copystat(root, build / rel_root)
