@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
+#include "kernels/cpu/int8/zmm_tile.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
@@ -53,11 +54,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
                                                                            bool accumulate) {
     constexpr int kVectors = kMR / 16;  // zmm of 16 rows per column
     __m512i acc[kNR][kVectors];
-#pragma GCC unroll 16
-    for (int c = 0; c < kNR; ++c)
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v)
-            acc[c][v] = accumulate ? _mm512_loadu_si512(tile + c * kMR + 16 * v) : _mm512_setzero_si512();
+    int8::load_tile(acc, tile, kMR, accumulate);
     for (std::int64_t g = 0; g < kc / 4; ++g) {
         __m512i av[kVectors];  // kMR rows, four K each
 #pragma GCC unroll 4
@@ -69,10 +66,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
         a += 4 * kMR;
         b += 4 * kNR;
     }
-#pragma GCC unroll 16
-    for (int c = 0; c < kNR; ++c)
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) _mm512_storeu_si512(tile + c * kMR + 16 * v, acc[c][v]);
+    int8::store_tile(acc, tile, kMR);
 }
 #endif
 

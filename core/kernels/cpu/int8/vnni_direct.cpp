@@ -37,6 +37,7 @@
 
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
+#include "kernels/cpu/int8/zmm_tile.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
@@ -64,11 +65,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
                                                                            bool accumulate) {
     constexpr int kVectors = kNR / 16;  // zmm of 16 columns per row
     __m512i acc[kMR][kVectors];
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v)
-            acc[r][v] = accumulate ? _mm512_loadu_si512(tile + r * kNR + 16 * v) : _mm512_setzero_si512();
+    int8::load_tile(acc, tile, kNR, accumulate);
     for (std::int64_t g = 0; g < groups; ++g) {
         __m512i bv[kVectors];  // 64 columns, four K each
 #pragma GCC unroll 4
@@ -87,10 +84,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
         }
         b += 4 * kNR;
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) _mm512_storeu_si512(tile + r * kNR + 16 * v, acc[r][v]);
+    int8::store_tile(acc, tile, kNR);
 }
 
 // The sums of one tile (rows i .. i + rows - 1 of A against the B sliver @p b) over the K

@@ -23,6 +23,7 @@
 //    therefore goes through memory once, at the end, instead of once per pass of 512.
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
+#include "kernels/cpu/int8/zmm_tile.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
@@ -48,11 +49,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
                                                                            bool accumulate) {
     constexpr int kVectors = kNR / 16;  // zmm of 16 columns per row
     __m512i acc[kMR][kVectors];
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v)
-            acc[r][v] = accumulate ? _mm512_loadu_si512(tile + r * kNR + 16 * v) : _mm512_setzero_si512();
+    int8::load_tile(acc, tile, kNR, accumulate);
     for (std::int64_t g = 0; g < kc / 4; ++g) {
         __m512i bv[kVectors];  // 64 columns, four K each
 #pragma GCC unroll 4
@@ -68,10 +65,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
         a += 4 * kMR;
         b += 4 * kNR;
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) _mm512_storeu_si512(tile + r * kNR + 16 * v, acc[r][v]);
+    int8::store_tile(acc, tile, kNR);
 }
 #endif
 
