@@ -14,6 +14,7 @@
 /// | `__syncthreads()`, `__syncwarp()` | a switch to the block scheduler (sync.hpp)          |
 /// | shuffles and votes      | a warp exchange through the scheduler (warp_ops.hpp)           |
 /// | atomics                 | std::atomic_ref (atomics.hpp)                                  |
+/// | `__dp4a`                | four byte products summed in a loop (int_intrinsics.hpp)       |
 /// | `kernel<<<g, b, s>>>(args)` | `gl::cuda::launch(kernel, g, b, s, args)` on both (launch.hpp) |
 ///
 /// and the host API (host_api.hpp) reads the same on both. Memory access policies
@@ -41,6 +42,7 @@
 
 #include "cuda_cpu/atomics.hpp"
 #include "cuda_cpu/cpu_runtime.hpp"
+#include "cuda_cpu/int_intrinsics.hpp"
 #include "cuda_cpu/memory_counters.hpp"
 #include "cuda_cpu/sync.hpp"
 #include "cuda_cpu/thread_index.hpp"
