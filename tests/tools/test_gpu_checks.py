@@ -55,7 +55,7 @@ class DryRun(unittest.TestCase):
             table = (out / "gpu_checks.md").read_text()
             self.assertIn("DRY RUN", table)
             result = rows(table)
-            for step in ("machine", "cuda", "build", "runtime", "device tests", "sgemm", "hgemm"):
+            for step in ("machine", "cuda", "build", "runtime", "device tests", "sgemm", "hgemm", "igemm"):
                 self.assertEqual(result.get(step), "passed", f"{step}: {result}")
             # SimpleNet on the CPU runtime and the CPU, one epoch each, the same accuracy.
             self.assertEqual(result.get("device tensor"), "passed", result)
@@ -63,9 +63,10 @@ class DryRun(unittest.TestCase):
             self.assertEqual(result.get("streams claims"), "passed", result)
             self.assertIn("## CUDA SGEMM family vs cuBLAS", table)
             self.assertIn("## Tensor-core GEMM (WMMA) vs cuBLAS", table)
+            self.assertIn("## INT8 GEMM (DP4A, WMMA) vs cuBLASLt", table)
             with tarfile.open(out / "gpu_checks_logs.tar.gz") as tar:
                 names = tar.getnames()
-                for bench in ("sgemm_vs_cublas", "hgemm_vs_cublas"):
+                for bench in ("sgemm_vs_cublas", "hgemm_vs_cublas", "igemm_vs_cublaslt"):
                     runs = json.load(tar.extractfile(f"./{bench}.json"))["benchmarks"]
                     self.assertTrue(runs)
                     for run in runs:  # GFLOP/s in GFLOP/s, from batches of launches
@@ -78,8 +79,8 @@ class DryRun(unittest.TestCase):
 
     def test_broken_steps_fail_the_run(self):
         # Two breakages at once, each of which alone must fail the run: the real device
-        # tests skip here (no GPU), which is "did not run"; and a size the WMMA kernel
-        # refuses makes the HGEMM benchmark exit non-zero.
+        # tests skip here (no GPU), which is "did not run"; and a size the WMMA kernels
+        # refuse makes the HGEMM and IGEMM benchmarks exit non-zero.
         with tempfile.TemporaryDirectory() as d:
             out = Path(d) / "out"
             r = dry_run(out, {"GPU_CHECKS_DEVICE_TESTS": "*Device*:*MatchesGpu*-*WithoutAGpu*",
@@ -89,8 +90,9 @@ class DryRun(unittest.TestCase):
             result = rows(table)
             self.assertEqual(result.get("device tests"), "did not run", table)
             self.assertEqual(result.get("hgemm"), "FAILED", table)
+            self.assertEqual(result.get("igemm"), "FAILED", table)
             self.assertEqual(result.get("sgemm"), "passed", table)
-            self.assertIn("FAILED: 2 step(s) did not pass", table)
+            self.assertIn("FAILED: 3 step(s) did not pass", table)
 
     def test_without_a_gpu_it_refuses_to_report_success(self):
         with tempfile.TemporaryDirectory() as d:

@@ -26,6 +26,8 @@
 #                 with "GFLOP/s", Markdown table);
 #   9. hgemm      the WMMA tensor-core GEMM checked against, then timed with, cublasGemmEx
 #                 and cublasSgemm;
+#   9b. igemm     the INT8 GEMMs (dp4a, INT8 WMMA) checked against (exactly), then timed
+#                 with, cuBLASLt's INT8 matmul (claim Q-1);
 #  10. device tensor  SimpleNet trained for one epoch on the GPU and on the CPU (epoch time
 #                 and test accuracy of each; passed when the accuracies agree within a
 #                 point); needs Fashion-MNIST (pack_deps.sh carries a copy);
@@ -55,7 +57,7 @@
 # --dry-run: the rehearsal for a CPU-only machine (tests/tools/test_gpu_checks.py runs it
 #   in CI). Put a stand-in nvidia-smi first on PATH (tests/tools/fake_gpu/nvidia-smi); where a
 #   GPU would be used, the CUDA-on-CPU runtime is: the device-test step runs the same
-#   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*, CudaConv.*), the benchmarks are the same
+#   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*, CudaConv.*, CudaIgemm.*), the benchmarks are the same
 #   programs built for the CPU runtime with host loops standing in for cuBLAS and WMMA
 #   (bench/cuda_gemm_dryrun.cpp), and NCCL, which has no CPU form, may skip.
 # --reuse-build DIR: build in DIR (already configured) instead of from scratch: CI's dry
@@ -94,7 +96,7 @@ jobs=$(nproc 2>/dev/null || echo 4)
 start_time=$SECONDS
 if [ "$dry_run" -eq 1 ]; then
     sizes=${GPU_CHECKS_SIZES:-32,64}
-    device_filter=${GPU_CHECKS_DEVICE_TESTS:-*CudaGemm.*_in_order:CudaLowp.*:CudaConv.*}
+    device_filter=${GPU_CHECKS_DEVICE_TESTS:-*CudaGemm.*_in_order:CudaLowp.*:CudaConv.*:CudaIgemm.*}
 else
     sizes=${GPU_CHECKS_SIZES:-1024,2048,4096,8192}
     device_filter=${GPU_CHECKS_DEVICE_TESTS:-*Device*:*MatchesGpu*-*WithoutAGpu*}
@@ -241,8 +243,10 @@ fi
 # 4. Configure from scratch (or reuse, in CI's dry run).
 if [ "$dry_run" -eq 1 ]; then
     sgemm_bin=bench/cuda_gemm_dryrun_bench hgemm_bin=bench/cuda_hgemm_dryrun_bench
+    igemm_bin=bench/cuda_igemm_dryrun_bench
 else
     sgemm_bin=bench/cuda_gemm_gpu_bench hgemm_bin=bench/cuda_hgemm_gpu_bench
+    igemm_bin=bench/cuda_igemm_gpu_bench
 fi
 configured=0
 if [ -n "$reuse" ]; then
@@ -272,13 +276,13 @@ fi
 # back numbers; the device tests then did not run, and the verdict says so.
 all_targets=""
 [ "$configured" -eq 1 ] && all_targets=$(ninja -C "$build" -t targets all 2>/dev/null | cut -d: -f1)
-targets=(tests/cuda_cpu_tests "$sgemm_bin" "$hgemm_bin")
+targets=(tests/cuda_cpu_tests "$sgemm_bin" "$hgemm_bin" "$igemm_bin")
 for optional in tests/dist_nccl_tests tools/gradlab; do
     grep -qx "$optional" <<<"$all_targets" && targets+=("$optional")
 done
 build_benchmarks_alone() {
     build="$logs/nvcc-only"
-    targets=("$sgemm_bin" "$hgemm_bin")
+    targets=("$sgemm_bin" "$hgemm_bin" "$igemm_bin")
     mkdir -p "$build/bench"
     local nv=(nvcc -std=c++20 -O3 --expt-relaxed-constexpr -gencode "arch=compute_$sm,code=sm_$sm" -I"$root/core"
               -I"$root/tests")
@@ -287,7 +291,9 @@ build_benchmarks_alone() {
         core/cuda_cpu/host_api_gpu.cu tests/testkit/gemm_oracle.cpp tests/testkit/timing.cpp -lcublas \
         -o "$build/$sgemm_bin" &&
      "${nv[@]}" bench/cuda_hgemm_gpu.cu core/kernels/cuda/lowp_gpu.cu core/cuda_cpu/host_api_gpu.cu \
-        tests/testkit/timing.cpp -lcublas -o "$build/$hgemm_bin") >"$logs/nvcc-only.log" 2>&1
+        tests/testkit/timing.cpp -lcublas -o "$build/$hgemm_bin" &&
+     "${nv[@]}" bench/cuda_igemm_gpu.cu core/kernels/cuda/igemm_gpu.cu core/cuda_cpu/host_api_gpu.cu \
+        tests/testkit/timing.cpp -lcublasLt -lcublas -o "$build/$igemm_bin") >"$logs/nvcc-only.log" 2>&1
 }
 full_build=0
 if out_of_time build; then
@@ -382,6 +388,7 @@ EOF
 }
 run_benchmark sgemm "$sgemm_bin" sgemm_vs_cublas
 run_benchmark hgemm "$hgemm_bin" hgemm_vs_cublas
+run_benchmark igemm "$igemm_bin" igemm_vs_cublaslt
 
 # 10. SimpleNet trained for one epoch on the device and on the CPU, same seed: the epoch
 # time and test accuracy of each, and passed when the accuracies agree within one point (the
