@@ -12,13 +12,15 @@
 // ends the program with its name and exit code 1. Without a GPU it says so and exits 0.
 //
 // Written once, compiled twice: by nvcc (cuda_hgemm_gpu.cu) and by g++ for the CUDA-on-CPU
-// runtime (cuda_hgemm_dryrun.cpp), where host loops stand in for the tensor cores and for
-// cuBLAS (the dry run of tools/gpu/run_gpu_checks.sh; the tables say so).
+// runtime (cuda_hgemm_dryrun.cpp), where the WMMA kernel runs on the runtime's WMMA
+// (cuda_cpu/wmma.hpp) and host loops stand in for cuBLAS (the dry run of
+// tools/gpu/run_gpu_checks.sh; the tables say so).
 #if defined(__CUDACC__)
 #include <cublas_v2.h>
 #endif
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -102,12 +104,12 @@ void run(Kernel kernel, const Problem& p) {
     }
 }
 #else
-// The CPU runtime has neither tensor cores nor cuBLAS: host loops with the same input and
-// accumulation types stand in for all three (dry run only; the tables say so).
+// The CPU runtime has no cuBLAS: host loops with the same input and accumulation types
+// stand in for it (dry run only; the tables say so). The WMMA kernel itself runs.
 std::string name(Kernel k) {
     return k == Kernel::sgemm ? "host FP32 loop (stands in for cublasSgemm)"
            : k == Kernel::gemm_ex ? "host FP16-input loop (stands in for cublasGemmEx)"
-                                  : "host FP16-input loop (stands in for wmma)";
+                                  : "wmma (CPU runtime)";
 }
 
 template <class T>
@@ -123,13 +125,15 @@ void host_gemm(int n, const T* A, const T* B, float* C) {
 
 void run(Kernel kernel, const Problem& p) {
     if (kernel == Kernel::sgemm) host_gemm(p.n, p.A32, p.B32, p.C);
-    else host_gemm(p.n, p.A16, p.B16, p.C);
+    else if (kernel == Kernel::gemm_ex) host_gemm(p.n, p.A16, p.B16, p.C);
+    else gl::kernels::cuda_hgemm_wmma(p.n, p.n, p.n, reinterpret_cast<const std::uint16_t*>(p.A16),
+                                      reinterpret_cast<const std::uint16_t*>(p.B16), p.C);
 }
 #endif
 
 /// WMMA against cublasGemmEx: the same FP16 inputs, both accumulating in FP32.
 bool check_wmma() {
-    constexpr int n = 512;
+    const int n = gl::bench::gpu::kOnGpu ? 512 : 64;  // the CPU runtime's WMMA does 32x the work
     const Problem p(n);
     run(Kernel::gemm_ex, p);
     gl::cuda::synchronize();
@@ -152,8 +156,8 @@ std::string markdown_table(const std::vector<Timing>& t, const std::vector<int>&
                            const gl::cuda::DeviceStatus& gpu) {
     std::string md = "# Tensor-core GEMM (WMMA) vs cuBLAS\n\n";
     if (!gl::bench::gpu::kOnGpu)
-        md += "**Dry run on the CUDA-on-CPU runtime: no number here is a GPU's; host loops stand in for the "
-              "tensor cores and cuBLAS.**\n\n";
+        md += "**Dry run on the CUDA-on-CPU runtime: no number here is a GPU's; host loops stand in for "
+              "cuBLAS.**\n\n";
     md += "Device: " + gpu.name + " (sm_" + std::to_string(gpu.compute_capability) + "), measured " +
           gl::bench::gpu::utc_now() + " by `bench/cuda_hgemm_gpu_bench` (tools/gpu/run_gpu_checks.sh).\n" +
           "GFLOP/s (2n^3 / median time per launch, launches batched between CUDA events), and in brackets the "

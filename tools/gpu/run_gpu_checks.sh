@@ -57,9 +57,10 @@
 # --dry-run: the rehearsal for a CPU-only machine (tests/tools/test_gpu_checks.py runs it
 #   in CI). Put a stand-in nvidia-smi first on PATH (tests/tools/fake_gpu/nvidia-smi); where a
 #   GPU would be used, the CUDA-on-CPU runtime is: the device-test step runs the same
-#   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*, CudaConv.*, CudaIgemm.*), the benchmarks are the same
-#   programs built for the CPU runtime with host loops standing in for cuBLAS and WMMA
-#   (bench/cuda_gemm_dryrun.cpp), and NCCL, which has no CPU form, may skip.
+#   kernels' tests on the CPU runtime (CudaGemm.*, CudaLowp.*, CudaConv.*, CudaIgemm.*),
+#   the benchmarks are the same programs built for the CPU runtime (our kernels, WMMA
+#   included, run on it; host loops stand in for cuBLAS: bench/cuda_*_dryrun.cpp), and
+#   NCCL, which has no CPU form, may skip.
 # --reuse-build DIR: build in DIR (already configured) instead of from scratch: CI's dry
 #   run reuses build/; a rerun on a GPU machine that is still warm reuses build-gpu/ and
 #   the prefix .gpu-prefix/ of the first run (`--reuse-build build-gpu`: no configure, an
