@@ -154,50 +154,24 @@ bool check_wmma() {
 
 std::string markdown_table(const std::vector<Timing>& t, const std::vector<int>& sizes,
                            const gl::cuda::DeviceStatus& gpu) {
-    std::string md = "# Tensor-core GEMM (WMMA) vs cuBLAS\n\n";
-    if (!gl::bench::gpu::kOnGpu)
-        md += "**Dry run on the CUDA-on-CPU runtime: no number here is a GPU's; host loops stand in for "
-              "cuBLAS.**\n\n";
-    md += "Device: " + gpu.name + " (sm_" + std::to_string(gpu.compute_capability) + "), measured " +
-          gl::bench::gpu::utc_now() + " by `bench/cuda_hgemm_gpu_bench` (tools/gpu/run_gpu_checks.sh).\n" +
-          "GFLOP/s (2n^3 / median time per launch, launches batched between CUDA events), and in brackets the "
-          "ratio to " + name(Kernel::sgemm) + " (FP32) in the same run.\n\n| kernel |";
-    for (int n : sizes) md += " n=" + std::to_string(n) + " |";
-    md += "\n|---|";
-    for (std::size_t i = 0; i < sizes.size(); ++i) md += "---:|";
-    md += "\n";
-    const std::size_t kinds = std::size(kKernels);
-    for (std::size_t k = 0; k < kinds; ++k) {
-        md += "| " + t[k].kernel + (k == 1 ? " (FP16 in, FP32 compute)" : k == 2 ? " (ours, FP16 in, FP32 acc.)" : " (FP32)") +
-              " |";
-        for (std::size_t i = 0; i < sizes.size(); ++i) {
-            const Timing& mine = t[i * kinds + k];
-            const Timing& base = t[i * kinds];
-            char cell[64];
-            std::snprintf(cell, sizeof cell, " %.1f (%.2fx) |", mine.gflops, mine.gflops / base.gflops);
-            md += cell;
-        }
-        md += "\n";
-    }
-    return md;
+    const std::vector<std::string> labels = {name(Kernel::sgemm) + " (FP32)",
+                                             name(Kernel::gemm_ex) + " (FP16 in, FP32 compute)",
+                                             name(Kernel::wmma) + " (ours, FP16 in, FP32 acc.)"};
+    return gl::bench::gpu::table_head(
+               "Tensor-core GEMM (WMMA) vs cuBLAS", "host loops stand in for cuBLAS", "cuda_hgemm_gpu_bench", gpu,
+               "GFLOP/s (2n^3 / median time per launch, launches batched between CUDA events), and in brackets the "
+               "ratio to " + name(Kernel::sgemm) + " (FP32) in the same run.") +
+           gl::bench::gpu::rate_rows(t, sizes, labels);
 }
 
 /// Checks WMMA against cublasGemmEx (unless --no_check), then times each kernel at each size.
 bool measure(const gl::bench::gpu::Options& opt, std::vector<Timing>& timings) {
-    for (int n : opt.sizes)
-        if (n <= 0 || n % 16 != 0) throw std::invalid_argument("--sizes: " + std::to_string(n) +
-                                                                " is not a positive multiple of 16 (the WMMA tile)");
+    gl::bench::gpu::check_sizes(opt.sizes, 16, "the WMMA tile");
     if (opt.check && !check_wmma()) {
         std::printf("FAILED: the WMMA GEMM disagrees with cublasGemmEx: not timing\n");
         return false;
     }
-    for (int n : opt.sizes) {
-        const Problem p(n);
-        for (Kernel k : kKernels) {
-            timings.push_back(gl::bench::gpu::time_launches(name(k), n, [&] { run(k, p); }));
-            gl::bench::gpu::print_timing(timings.back());
-        }
-    }
+    gl::bench::gpu::time_every<Problem>(opt.sizes, kKernels, name, run, timings);
     return true;
 }
 

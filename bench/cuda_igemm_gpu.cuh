@@ -182,49 +182,23 @@ bool check_ours() {
 
 std::string markdown_table(const std::vector<Timing>& t, const std::vector<int>& sizes,
                            const gl::cuda::DeviceStatus& gpu) {
-    std::string md = "# INT8 GEMM (DP4A, WMMA) vs cuBLASLt\n\n";
-    if (!gl::bench::gpu::kOnGpu)
-        md += "**Dry run on the CUDA-on-CPU runtime: no number here is a GPU's; a host loop stands in for "
-              "cuBLASLt.**\n\n";
-    md += "Device: " + gpu.name + " (sm_" + std::to_string(gpu.compute_capability) + "), measured " +
-          gl::bench::gpu::utc_now() + " by `bench/cuda_igemm_gpu_bench` (tools/gpu/run_gpu_checks.sh).\n" +
-          "GOP/s (2n^3 integer operations / median time per launch, launches batched between CUDA events), and in "
-          "brackets the ratio to " + name(Kernel::peer) + " (int8 in, int32 compute) in the same run.\n\n| kernel |";
-    for (int n : sizes) md += " n=" + std::to_string(n) + " |";
-    md += "\n|---|";
-    for (std::size_t i = 0; i < sizes.size(); ++i) md += "---:|";
-    md += "\n";
-    const std::size_t kinds = std::size(kKernels);
-    for (std::size_t k = 0; k < kinds; ++k) {
-        md += "| " + t[k].kernel + (k == 0 ? " (peer)" : " (ours)") + " |";
-        for (std::size_t i = 0; i < sizes.size(); ++i) {
-            const Timing& mine = t[i * kinds + k];
-            const Timing& base = t[i * kinds];
-            char cell[64];
-            std::snprintf(cell, sizeof cell, " %.1f (%.2fx) |", mine.gflops, mine.gflops / base.gflops);
-            md += cell;
-        }
-        md += "\n";
-    }
-    return md;
+    std::vector<std::string> labels;
+    for (Kernel k : kKernels) labels.push_back(name(k) + (k == Kernel::peer ? " (peer)" : " (ours)"));
+    return gl::bench::gpu::table_head(
+               "INT8 GEMM (DP4A, WMMA) vs cuBLASLt", "a host loop stands in for cuBLASLt", "cuda_igemm_gpu_bench", gpu,
+               "GOP/s (2n^3 integer operations / median time per launch, launches batched between CUDA events), and "
+               "in brackets the ratio to " + name(Kernel::peer) + " (int8 in, int32 compute) in the same run.") +
+           gl::bench::gpu::rate_rows(t, sizes, labels);
 }
 
 /// Checks both kernels against the peer (unless --no_check), then times each at each size.
 bool measure(const gl::bench::gpu::Options& opt, std::vector<Timing>& timings) {
-    for (int n : opt.sizes)
-        if (n <= 0 || n % 16 != 0) throw std::invalid_argument("--sizes: " + std::to_string(n) +
-                                                                " is not a positive multiple of 16 (the WMMA tile)");
+    gl::bench::gpu::check_sizes(opt.sizes, 16, "the WMMA tile");
     if (opt.check && !check_ours()) {
         std::printf("FAILED: an INT8 kernel disagrees with %s: not timing\n", name(Kernel::peer).c_str());
         return false;
     }
-    for (int n : opt.sizes) {
-        const Problem p(n);
-        for (Kernel k : kKernels) {
-            timings.push_back(gl::bench::gpu::time_launches(name(k), n, [&] { run(k, p); }));
-            gl::bench::gpu::print_timing(timings.back());
-        }
-    }
+    gl::bench::gpu::time_every<Problem>(opt.sizes, kKernels, name, run, timings);
     return true;
 }
 

@@ -191,6 +191,63 @@ inline void write_text(const std::string& path, const std::string& text) {
     std::printf("wrote %s\n", path.c_str());
 }
 
+/// The head of a benchmark's Markdown table: the title, the dry-run warning (on the CPU
+/// runtime only), the device, date and program, and @p what the numbers are.
+inline std::string table_head(const std::string& title, const std::string& dry_run_note, const std::string& program,
+                              const gl::cuda::DeviceStatus& gpu, const std::string& what) {
+    std::string md = "# " + title + "\n\n";
+    if (!kOnGpu) md += "**Dry run on the CUDA-on-CPU runtime: no number here is a GPU's; " + dry_run_note + ".**\n\n";
+    return md + "Device: " + gpu.name + " (sm_" + std::to_string(gpu.compute_capability) + "), measured " + utc_now() +
+           " by `bench/" + program + "` (tools/gpu/run_gpu_checks.sh).\n" + what + "\n\n";
+}
+
+/// The table itself: a row per kernel (@p labels), a column per size, each cell the rate
+/// and, in brackets, its ratio to the first kernel's at that size. @p t holds the timings
+/// size by size, the kernels in the order of @p labels within each size.
+inline std::string rate_rows(const std::vector<Timing>& t, const std::vector<int>& sizes,
+                             const std::vector<std::string>& labels) {
+    std::string md = "| kernel |";
+    for (int n : sizes) md += " n=" + std::to_string(n) + " |";
+    md += "\n|---|";
+    for (std::size_t i = 0; i < sizes.size(); ++i) md += "---:|";
+    md += "\n";
+    const std::size_t kinds = labels.size();
+    for (std::size_t k = 0; k < kinds; ++k) {
+        md += "| " + labels[k] + " |";
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+            const Timing& mine = t[i * kinds + k];
+            const Timing& base = t[i * kinds];
+            char cell[64];
+            std::snprintf(cell, sizeof cell, " %.1f (%.2fx) |", mine.gflops, mine.gflops / base.gflops);
+            md += cell;
+        }
+        md += "\n";
+    }
+    return md;
+}
+
+/// Throws unless every size is a positive multiple of @p tile (the kernels' tile).
+inline void check_sizes(const std::vector<int>& sizes, int tile, const char* tile_name) {
+    for (int n : sizes)
+        if (n <= 0 || n % tile != 0)
+            throw std::invalid_argument("--sizes: " + std::to_string(n) + " is not a positive multiple of " +
+                                        std::to_string(tile) + " (" + tile_name + ")");
+}
+
+/// Times every kernel at every size, size by size (the order rate_rows reads): one
+/// @p Problem per size, @p run(kernel, problem) one launch, @p name(kernel) its label.
+template <class Problem, class Kernel, std::size_t K, class Name, class Run>
+void time_every(const std::vector<int>& sizes, const Kernel (&kernels)[K], Name name, Run run,
+                std::vector<Timing>& timings) {
+    for (int n : sizes) {
+        const Problem p(n);
+        for (Kernel k : kernels) {
+            timings.push_back(time_launches(name(k), n, [&] { run(k, p); }));
+            print_timing(timings.back());
+        }
+    }
+}
+
 /// Checks, then times: false (after saying why) when a kernel gave wrong results.
 using Measure = std::function<bool(const Options&, std::vector<Timing>&)>;
 /// The Markdown table of the timings.

@@ -6,15 +6,17 @@ namespace gl {
 
 template <class T>
 T* Tensor::data() const {
-    check(dtype() == dtype_of<T>(), "Tensor::data<T>(): the tensor holds " + name_of(dtype()) +
-                                        ", not " + name_of(dtype_of<T>()));
+    // The message is built only on failure: this runs in every kernel call.
+    check(dtype() == dtype_of<T>(),
+          [&] { return "Tensor::data<T>(): the tensor holds " + name_of(dtype()) + ", not " + name_of(dtype_of<T>()); });
     return static_cast<T*>(raw_data());
 }
 
 template <class T>
 T* Tensor::data_ptr() const {
-    check(dtype() == dtype_of<T>(), "Tensor::data_ptr<T>(): the tensor holds " + name_of(dtype()) +
-                                        ", not " + name_of(dtype_of<T>()));
+    // The message is built only on failure: this runs in every kernel call.
+    check(dtype() == dtype_of<T>(),
+          [&] { return "Tensor::data_ptr<T>(): the tensor holds " + name_of(dtype()) + ", not " + name_of(dtype_of<T>()); });
     return static_cast<T*>(raw_data_ptr());
 }
 

@@ -174,31 +174,23 @@ TEST(CudaIgemm, BothKernelsAreExactOnOddShapes) { expect_exact_on_every_shape(gl
 TEST(CudaIgemm, BothKernelsAreExactAtTheExtremesOfInt8) { expect_exact_at_the_extremes(gl::kernels::cuda_igemm); }
 
 TEST(CudaIgemm, EmptyAndNegativeSizes) {
-    const std::int8_t a[4] = {1, 2, 3, 4};
+    const std::vector<std::int8_t> a(16, 3);  // room for a 4 x 4 operand: the sizes below read at most that
     for (CudaIgemm kernel : kKernels) {
         std::vector<std::int32_t> C(4, 7);
-        gl::kernels::cuda_igemm(kernel, 0, 4, 4, a, a, C.data());  // nothing to compute
+        gl::kernels::cuda_igemm(kernel, 0, 4, 4, a.data(), a.data(), C.data());  // nothing to compute
         EXPECT_EQ(C, std::vector<std::int32_t>(4, 7));
-        gl::kernels::cuda_igemm(kernel, 2, 2, 0, a, a, C.data());  // K = 0: empty sums
+        gl::kernels::cuda_igemm(kernel, 2, 2, 0, a.data(), a.data(), C.data());  // K = 0: empty sums
         EXPECT_EQ(C, std::vector<std::int32_t>(4, 0));
-        EXPECT_THROW(gl::kernels::cuda_igemm(kernel, -1, 2, 2, a, a, C.data()), gl::Error);
+        EXPECT_THROW(gl::kernels::cuda_igemm(kernel, -1, 2, 2, a.data(), a.data(), C.data()), gl::Error);
     }
 }
-
-#if GRADLAB_HAVE_CUDA
-bool have_device(std::string& why) {
-    const gl::cuda::DeviceStatus status = gl::cuda::device_status();
-    why = status.message;
-    return status.available;
-}
-#endif
 
 TEST(CudaIgemmDevice, BothKernelsAreExactOnOddShapesOnTheGpu) {
 #if !GRADLAB_HAVE_CUDA
     GTEST_SKIP() << "needs a CUDA device: this build has no CUDA (nvcc was not found when meson configured it)";
 #else
-    std::string why;
-    if (!have_device(why)) GTEST_SKIP() << "needs a CUDA device: " << why;
+    const gl::cuda::DeviceStatus status = gl::cuda::device_status();
+    if (!status.available) GTEST_SKIP() << "needs a CUDA device: " << status.message;
     expect_exact_on_every_shape(gl::kernels::cuda_igemm_device_from_host);
     expect_exact_at_the_extremes(gl::kernels::cuda_igemm_device_from_host);
 #endif
