@@ -32,7 +32,8 @@ void cuda_igemm_device_from_host(CudaIgemm kernel, int M, int N, int K, const st
                                  const std::int8_t* B, std::int32_t* C);
 
 /// The same on device memory, queued like a launch: M, N and K multiples of 16 for wmma; K a
-/// multiple of 4 for dp4a. Builds with nvcc only.
+/// multiple of 4 for dp4a, whose 32-bit loads also need A and B 4-byte aligned (cudaMalloc's
+/// are). Builds with nvcc only.
 void cuda_igemm_device(CudaIgemm kernel, int M, int N, int K, const void* A, const void* B, std::int32_t* C);
 
 }  // namespace gl::kernels

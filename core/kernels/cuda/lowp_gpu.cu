@@ -25,7 +25,8 @@ void cuda_axpy_half_device_from_host(int n, float a, const std::uint16_t* x, std
 }
 
 void cuda_hgemm_wmma_device(int M, int N, int K, const void* A, const void* B, float* C) {
-    check(M % 16 == 0 && N % 16 == 0 && K % 16 == 0, "hgemm_wmma: M, N and K must be multiples of 16");
+    check(M % 16 == 0 && N % 16 == 0 && K % 16 == 0,
+          [] { return std::string("hgemm_wmma: M, N and K must be multiples of 16"); });  // no string per launch
     cuda::launch_hgemm_wmma(M, N, K, static_cast<const __half*>(A), static_cast<const __half*>(B), C);
 }
 
