@@ -17,13 +17,17 @@ namespace gl {
 namespace {
 
 // Student (lab_student) and reference (lab_reference) alternate on the measurement
-// @p args, three rounds, best of each; the ratio must be in [1/band, band].
+// @p args, three rounds, best of each; the ratio must be in [1/band, band]. A ratio out of
+// the band is measured for three more rounds (best of all six) before it counts: a burst
+// of load from outside the test can hold one side below its best for a whole round of
+// three (seen: a triad at 21 GB/s beside 49), where a wrong probe stays off by a factor.
 void expect_close_to_reference(const std::string& what, const std::string& args, bool higher_is_better,
                                double band) {
     if (!labs::timing_meaningful()) GTEST_SKIP() << what << ": measurement skipped in an unoptimized or sanitized build";
     if (!graded::trusted()) GTEST_SKIP() << what << ": measured by the grader, beside the reference";
     double m = higher_is_better ? 0.0 : 1e30, r = m;
-    for (int round = 0; round < 3; ++round) {
+    const auto in_band = [&] { return m > r / band && m < r * band; };
+    for (int round = 0; round < 6 && (round < 3 || !in_band()); ++round) {
         const double a = labs::run_student(args), b = labs::run_reference(args);
         m = higher_is_better ? std::max(m, a) : std::min(m, a);
         r = higher_is_better ? std::max(r, b) : std::min(r, b);
