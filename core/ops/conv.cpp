@@ -12,6 +12,7 @@
 #include "device/device_ops.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
 #include "ops/conv.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 #include "parallel/thread_pool.hpp"
 
@@ -142,6 +143,7 @@ Tensor conv2d_on_device(const Tensor& x, const Tensor& w, const Tensor& bias, co
 }  // namespace
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Conv2dOptions& options) {
+    const OpTrace trace("conv2d");
     check_inputs(x_in, w_in, bias, options);
     if (bias.defined()) check_same_device("conv2d", {&x_in, &w_in, &bias}, {"input", "weight", "bias"});
     else check_same_device("conv2d", {&x_in, &w_in}, {"input", "weight"});
@@ -170,7 +172,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const 
         node->has_bias = bias.defined();
         record(y, node, inputs);
     }
-    return y;
+    return bias.defined() ? trace.done({x_in, w_in, bias}, y) : trace.done({x_in, w_in}, y);
 }
 
 }  // namespace gl

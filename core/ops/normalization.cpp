@@ -12,6 +12,7 @@
 
 #include "autograd/node.hpp"
 #include "ops/conv.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 
 namespace gl {
@@ -72,6 +73,7 @@ void channel_statistics(const Tensor& x, std::vector<double>& mean, std::vector<
 
 Tensor batch_norm2d(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                     const Tensor& running_var, bool training, double momentum, double eps) {
+    const OpTrace trace("batch_norm2d");
     check(x_in.dim() == 4, "batch_norm2d: the input must be 4-d [N, C, H, W], got " + shape_str(x_in.shape()));
     const std::int64_t N = x_in.shape()[0], C = x_in.shape()[1], HW = x_in.shape()[2] * x_in.shape()[3];
     for (const Tensor* t : {&gamma, &beta, &running_mean, &running_var})
@@ -119,7 +121,7 @@ Tensor batch_norm2d(const Tensor& x_in, const Tensor& gamma, const Tensor& beta,
         node->training = training;
         record(y, node, {x_in, gamma, beta});
     }
-    return y;
+    return trace.done({x_in, gamma, beta}, y);
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Rng& rng) {

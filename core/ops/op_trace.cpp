@@ -1,5 +1,6 @@
 #include "ops/op_trace.hpp"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,9 +38,18 @@ void OpTrace::describe(std::initializer_list<Tensor> inputs, const Tensor& outpu
         if (!shapes.empty()) shapes += ' ';
         shapes += shape_str(t.shape());
     }
-    const bool matmul = std::string_view(op_) == "matmul" && inputs.size() >= 1 && inputs.begin()->dim() >= 1;
-    const double inner = matmul ? static_cast<double>(inputs.begin()->shape().back()) : 1.0;
-    const double flops = (matmul ? 2.0 : 1.0) * inner * static_cast<double>(output.defined() ? output.numel() : 0);
+    // Multiply-adds per output element: a matmul's K; a convolution's (C / groups) kh kw,
+    // the weight's size per output channel (weight [K, C / groups, kh, kw], input 1).
+    const std::string_view op(op_);
+    const bool matmul = op == "matmul" && inputs.size() >= 1 && inputs.begin()->dim() >= 1;
+    const bool conv = op == "conv2d" && inputs.size() >= 2 && (inputs.begin() + 1)->dim() == 4;
+    double inner = 1.0;
+    if (matmul) inner = static_cast<double>(inputs.begin()->shape().back());
+    if (conv) {
+        const Tensor& w = *(inputs.begin() + 1);
+        inner = static_cast<double>(w.numel()) / static_cast<double>(std::max<std::int64_t>(w.shape()[0], 1));
+    }
+    const double flops = (matmul || conv ? 2.0 : 1.0) * inner * static_cast<double>(output.defined() ? output.numel() : 0);
     scope_.set_work(flops, bytes);
     if (!shapes.empty()) scope_.set_shapes(std::move(shapes));
 }

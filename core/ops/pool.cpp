@@ -9,6 +9,7 @@
 #include "autograd/node.hpp"
 #include "device/device_ops.hpp"
 #include "ops/conv.hpp"
+#include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
 #include "parallel/thread_pool.hpp"
 
@@ -187,6 +188,7 @@ std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+    const OpTrace trace("max_pool2d");
     const PoolGeometry pg(x_in, kernel, stride, padding, "max_pool2d");
     const Tensor x = x_in.contiguous();
     auto [y, argmax] = device::on_device(x) ? device::max_pool2d(x, pg.dims()) : max_pool2d_on_cpu(pg, x);
@@ -197,10 +199,11 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
         node->dims = pg.dims();
         record(y, node, {x_in});
     }
-    return y;
+    return trace.done({x_in}, y);
 }
 
 Tensor avg_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+    const OpTrace trace("avg_pool2d");
     const PoolGeometry pg(x_in, kernel, stride, padding, "avg_pool2d");
     check(!device::on_device(x_in), "avg_pool2d has no device kernel yet: run it on the CPU (x.cpu()), or use "
                                     "max_pool2d, which runs on " + x_in.device().str());
@@ -226,7 +229,7 @@ Tensor avg_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
         node->input_shape = x.shape();
         record(y, node, {x_in});
     }
-    return y;
+    return trace.done({x_in}, y);
 }
 
 Tensor flatten(const Tensor& x) {

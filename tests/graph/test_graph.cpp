@@ -12,6 +12,7 @@
 #include "graph/passes.hpp"
 #include "graph_fixtures.hpp"
 #include "memory/tracking_allocator.hpp"
+#include "nn/conv_layers.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
 #include "training/toy_models.hpp"
@@ -48,6 +49,23 @@ TEST(GraphCapture, SimpleNetForwardIsTracedIntoReadableIR) {
     EXPECT_NE(text.find("param 0.weight:f32[32,64]"), std::string::npos) << text;
     EXPECT_NE(text.find("= relu("), std::string::npos) << text;
     EXPECT_NO_THROW(verify(g));
+}
+
+TEST(GraphCapture, AModelWithAConvolutionIsRefusedWithAClearMessage) {
+    // The IR has no convolution: capturing a CNN must stop and say so, not bake the
+    // convolution's output into the graph as a constant (an untraced op's output looked
+    // like a number from outside).
+    Rng rng(4);
+    auto net = nn::make_cnn(rng);
+    const Tensor x = rand_uniform({2, 784}, 0.0, 1.0, rng);
+    try {
+        capture_forward(*net, x);
+        FAIL() << "captured a CNN";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("conv2d"), std::string::npos) << what;
+        EXPECT_NE(what.find("run this model eagerly"), std::string::npos) << what;
+    }
 }
 
 TEST(GraphCapture, DataDependentControlFlowIsFixedToTheTracedPathAndSaysSo) {

@@ -13,6 +13,7 @@
 #include "data/dataloader.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "nn/module.hpp"
+#include "ops/conv.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
 #include "profiler/analysis.hpp"
@@ -222,6 +223,33 @@ TEST(Profiler, RecordShapesFillsTheMatmulRow) {
     ASSERT_NE(mm, rows.end()) << prof::format_op_table(rows);
     EXPECT_EQ(mm->calls, 1);
     EXPECT_DOUBLE_EQ(mm->flops, 2.0 * 8 * 16 * 32);
+}
+
+TEST(Profiler, ConvolutionsAndPoolingAreOpsWithTheirMultiplyAdds) {
+    // A CNN's costliest ops must show in the table under their own names (they used to be
+    // missing from it: their time showed nowhere), a convolution with 2 (C / groups) R S
+    // flops per output element, here [2, 4, 9, 9] outputs of a grouped 3 x 3 filter.
+    prof::ProfilerOptions o;
+    o.record_shapes = true;
+    Rng rng(2);
+    const Tensor x = rand_uniform({2, 6, 9, 9}, -1.0, 1.0, rng), w = rand_uniform({4, 3, 3, 3}, -1.0, 1.0, rng);
+    Conv2dOptions c;
+    c.padding = {1, 1};
+    c.groups = 2;
+    prof::Profiler p(o);
+    p.start();
+    const Tensor y = max_pool2d(conv2d(x, w, Tensor(), c), 3);
+    prof::mark_step();
+    p.stop();
+    EXPECT_EQ(y.shape(), (Shape{2, 4, 3, 3}));
+    const auto rows = prof::op_table(p.trace(), /*by_shapes=*/false);
+    const auto row = [&](const char* name) {
+        return std::find_if(rows.begin(), rows.end(), [&](const prof::OpRow& r) { return r.name == name; });
+    };
+    ASSERT_NE(row("conv2d"), rows.end()) << prof::format_op_table(rows);
+    ASSERT_NE(row("max_pool2d"), rows.end()) << prof::format_op_table(rows);
+    EXPECT_EQ(row("conv2d")->calls, 1);
+    EXPECT_DOUBLE_EQ(row("conv2d")->flops, 2.0 * (2 * 4 * 9 * 9) * (3 * 3 * 3));
 }
 
 TEST(Profiler, TrackingAllocatorDrawsTheMemoryTimeline) {

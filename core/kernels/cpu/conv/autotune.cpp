@@ -26,6 +26,26 @@ constexpr double kSlowRun = 0.2;
 // grows linearly with the images, so the order does not change, and tuning stays cheap.
 constexpr std::int64_t kTuneImages = 16;
 
+// A warm-up run this many times the fastest timed so far is not repeated (see above).
+constexpr double kHopeless = 4.0;
+
+// The algorithms in the order they are timed: im2col first (it runs every problem and is
+// rarely far from the best), so the slow ones meet a bar on their first run.
+std::vector<ConvAlgorithm> tuning_order() {
+    std::vector<ConvAlgorithm> order = conv_algorithms();
+    std::stable_partition(order.begin(), order.end(), [](const ConvAlgorithm& a) { return a.algo == ConvAlgo::Im2col; });
+    return order;
+}
+
+// Puts the measured (name, seconds) pairs back in the registry's order, as the table shows them.
+void in_registry_order(std::vector<std::pair<std::string, double>>& seconds) {
+    std::vector<std::pair<std::string, double>> ordered;
+    for (const ConvAlgorithm& a : conv_algorithms())
+        for (const auto& entry : seconds)
+            if (entry.first == a.name) ordered.push_back(entry);
+    seconds = std::move(ordered);
+}
+
 State& state() {
     static State s;
     return s;
@@ -59,20 +79,25 @@ TuneRecord measure_typed(ConvPass pass, const ConvGeometry& g, int repeats) {
     std::vector<T> x = scratch<T>(g.input_size(), 1), w = scratch<T>(g.weight_size(), 2), y = scratch<T>(g.output_size(), 3);
     const std::int64_t count_before = multiplies();
     double best = INFINITY;
-    for (const ConvAlgorithm& a : conv_algorithms()) {
+    for (const ConvAlgorithm& a : tuning_order()) {
         if (!why_unsupported(a.algo, g).empty()) continue;
         double seconds = INFINITY;
         for (int i = 0; i <= repeats; ++i) {  // run 0 warms caches, pages and the thread pool
             const auto start = std::chrono::steady_clock::now();
             run_pass(pass, a.algo, g, x, w, y);
             const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            if (i > 0 || elapsed > kSlowRun) seconds = std::min(seconds, elapsed);
-            if (elapsed > kSlowRun) break;  // a slow algorithm is not worth timing again
+            // A run that is slow in itself, or far slower than the fastest so far, is not
+            // worth timing again: the warm-up costs at most a little more than the runs
+            // after it, so it cannot win (its one run is what the table shows).
+            const bool hopeless = elapsed > kSlowRun || elapsed > kHopeless * best;
+            if (i > 0 || hopeless) seconds = std::min(seconds, elapsed);
+            if (hopeless) break;
         }
         rec.seconds.emplace_back(a.name, seconds);
         if (seconds < best) best = seconds, rec.pick = a.algo;
     }
     count_multiplies(count_before - multiplies());  // tuning runs are not the caller's work
+    in_registry_order(rec.seconds);
     return rec;
 }
 

@@ -42,7 +42,9 @@ struct TuneRecord {
 /// the cached choice, or (in auto mode) a new measurement whose result is cached.
 ConvAlgo choose(ConvPass pass, const ConvGeometry& g, bool double_precision);
 /// Times every algorithm that supports @p pass of @p g (a warm-up, then the best of
-/// @p repeats runs; a run over 0.2 s is timed once), without touching the cache. The multiply count is left as it was.
+/// @p repeats runs), im2col first, without touching the cache. A warm-up run over 0.2 s,
+/// or over 4x the fastest time so far, is the algorithm's only run: it cannot win. The
+/// multiply count is left as it was.
 TuneRecord measure(ConvPass pass, const ConvGeometry& g, bool double_precision, int repeats = 2);
 /// Every decision made so far in auto mode, in the order they were made.
 std::vector<TuneRecord> tune_table();
