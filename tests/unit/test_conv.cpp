@@ -253,6 +253,26 @@ TEST(Pooling, MaxAndAverageForwardAndGradcheck) {
     EXPECT_EQ(flatten(zeros({2, 3, 4, 5})).shape(), (Shape{2, 60}));
 }
 
+TEST(Pooling, Float32PoolAndReluBackwardEqualFloat64) {
+    // The float32 backward paths of ReLU (the bandwidth kernel) and max pooling (each
+    // thread clears its planes, then adds into them) against the same graph in float64,
+    // on a shape whose planes do not split evenly between threads, with zeros (ReLU's
+    // edge: no gradient at 0) and a gradient that is not all ones.
+    Rng rng(12);
+    const Tensor x64 = rand_uniform({3, 5, 9, 11}, -1.0, 1.0, rng, DType::Float64);
+    std::vector<double> v = x64.to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); i += 7) v[i] = 0.0;
+    const Tensor weights = rand_uniform({3, 5, 5, 6}, 0.5, 2.0, rng, DType::Float64);  // the pooled shape
+    std::vector<std::vector<double>> grads;
+    for (DType d : {DType::Float64, DType::Float32}) {
+        Tensor x = to_dtype(from_vector<double>(v, x64.shape()), d).set_requires_grad();
+        sum(mul(max_pool2d(relu(x), 3, 2, 1), to_dtype(weights, d))).backward();
+        grads.push_back(to_dtype(x.grad(), DType::Float64).to_vector<double>());
+    }
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (std::size_t i = 0; i < grads[0].size(); ++i) ASSERT_NEAR(grads[1][i], grads[0][i], 1e-6) << "element " << i;
+}
+
 TEST(Pooling, TwoByTwoWindowsMatchTheDefinitionTiesIncluded) {
     // Values 0..3 (hashed) on 7x17 planes (8 outputs a row: the 2x2 loop's, not the general one's):
     // most windows hold ties, and the gradient must reach the first of the equal maxima
