@@ -158,7 +158,9 @@ std::vector<std::pair<Shape, DType>> infer_shapes(const Graph& g, const Node& n)
         if (grad) return {{x.shape, f32}};
         return {{{}, f32}, {x.shape, f32}};
     }
-    throw Error("graph: unknown op '" + n.op + "'");
+    throw Error("graph: unknown op '" + n.op + "': the IR holds matmul, transpose, mean, reduce_to, log_softmax, "
+                "cross_entropy and the element-wise ops; a model that calls others (a convolution, pooling) "
+                "cannot be captured: run this model eagerly");
 }
 
 int Graph::add_value(Value v) {

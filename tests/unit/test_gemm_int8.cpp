@@ -226,28 +226,33 @@ TEST(Int8Requantize, SpanMatchesTheScalarRequantization) {
 }
 
 TEST(Int8Compensate, SpanMatchesTheFormulaAndStopsAtTheCount) {
-    // compensate_span (the AVX-512 loop where this CPU has it) against raw - za * sum +
-    // row_term in 64-bit arithmetic wrapped to 32 bits: every tail length 1..37 (two whole
-    // vectors and a masked one), zero points at the extremes, in place and not.
+    // compensate_span against raw - za * sum + row_term in 64-bit arithmetic wrapped to 32
+    // bits: every tail length 1..37 (two whole vectors and a masked one), zero points at the
+    // extremes; contiguous raw sums (the AVX-512 loop where this CPU has it), in place and
+    // not, and every third one (a column-major tile's row: the scalar loop).
     std::mt19937 gen(9);
     std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(),
                                                     std::numeric_limits<std::int32_t>::max());
     for (std::int64_t count = 1; count <= 37; ++count)
         for (std::int32_t za : {0, 1, 128, 255})
-            for (bool in_place : {false, true}) {
-                std::vector<std::int32_t> raw(static_cast<std::size_t>(count)), sums(raw.size());
+            for (int layout = 0; layout < 3; ++layout) {  // separate, in place, strided
+                const bool in_place = layout == 1;
+                const std::int64_t step = layout == 2 ? 3 : 1;
+                std::vector<std::int32_t> raw(static_cast<std::size_t>(count * step)), sums(static_cast<std::size_t>(count));
                 for (auto& r : raw) r = any(gen);
                 for (auto& s : sums) s = any(gen) % (1 << 20);
                 const std::int32_t row_term = any(gen);
-                std::vector<std::int32_t> out(raw.size() + 5, 77);  // past the end: untouched
+                std::vector<std::int32_t> out(sums.size() + 5, 77);  // past the end: untouched
                 if (in_place) std::copy(raw.begin(), raw.end(), out.begin());
-                int8::compensate_span(in_place ? out.data() : raw.data(), sums.data(), za, row_term, count, out.data());
-                for (std::size_t c = 0; c < raw.size(); ++c) {
-                    const std::int64_t want = std::int64_t{raw[c]} - std::int64_t{za} * sums[c] + row_term;
+                int8::compensate_span(in_place ? out.data() : raw.data(), step, sums.data(), za, row_term, count,
+                                      out.data());
+                for (std::size_t c = 0; c < sums.size(); ++c) {
+                    const std::int64_t want =
+                        std::int64_t{raw[c * static_cast<std::size_t>(step)]} - std::int64_t{za} * sums[c] + row_term;
                     ASSERT_EQ(out[c], static_cast<std::int32_t>(static_cast<std::uint32_t>(want)))
-                        << "count " << count << " column " << c << " za " << za;
+                        << "count " << count << " column " << c << " za " << za << " layout " << layout;
                 }
-                for (std::size_t c = raw.size(); c < out.size(); ++c) ASSERT_EQ(out[c], 77);
+                for (std::size_t c = sums.size(); c < out.size(); ++c) ASSERT_EQ(out[c], 77);
             }
 }
 

@@ -69,11 +69,6 @@ GL_VECTOR_CLONES void relu_range(const float* __restrict x, float* __restrict y,
     for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-GL_VECTOR_CLONES void relu_backward_range(const float* __restrict g, const float* __restrict y,
-                                          float* __restrict dx, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? g[i] : 0.0f;
-}
-
 GL_VECTOR_CLONES void add_range(const float* __restrict a, const float* __restrict b, float* __restrict out,
                                 std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
@@ -163,10 +158,6 @@ float exp_approx(float x) { return exp_inline(x); }
 
 void relu(const float* x, float* y, std::int64_t n) {
     parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) { relu_range(x + b, y + b, e - b); });
-}
-
-void relu_backward(const float* g, const float* y, float* dx, std::int64_t n) {
-    parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) { relu_backward_range(g + b, y + b, dx + b, e - b); });
 }
 
 void add(const float* a, const float* b, float* out, std::int64_t n) {

@@ -15,8 +15,6 @@ namespace gl::kernels {
 
 /// y[i] = max(x[i], 0).
 void relu(const float* x, float* y, std::int64_t n);
-/// dx[i] = y[i] > 0 ? g[i] : 0: ReLU's backward from its output y and the gradient g.
-void relu_backward(const float* g, const float* y, float* dx, std::int64_t n);
 /// out[i] = a[i] + b[i].
 void add(const float* a, const float* b, float* out, std::int64_t n);
 /// out[r, c] = a[r, c] + row[c] for a [rows, cols] array (adding a bias to every row).

@@ -223,11 +223,12 @@ inline void pack_a_all(const Int8GemmArgs& g, std::int64_t width, std::int64_t g
 void requantize_span(const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column,
                      std::int32_t zero_point, quant::QRange range, std::int64_t count, std::uint8_t* out);
 
-/// out[c] = raw[c] - za * column_sums[c] + row_term for c < @p count (wrapping in INT32):
-/// the zero-point compensation of one row of raw sums, requant.cpp, with an AVX-512 loop
-/// where the CPU has it. @p out may be @p raw.
-void compensate_span(const std::int32_t* raw, const std::int32_t* column_sums, std::int32_t za, std::int32_t row_term,
-                     std::int64_t count, std::int32_t* out);
+/// out[c] = raw[c * step] - za * column_sums[c] + row_term for c < @p count (wrapping in
+/// INT32): the zero-point compensation of one row of raw sums (step 1 for a row-major
+/// tile, MR for a column-major one), requant.cpp, with an AVX-512 loop for step 1 where
+/// the CPU has it. @p out may be @p raw.
+void compensate_span(const std::int32_t* raw, std::int64_t step, const std::int32_t* column_sums, std::int32_t za,
+                     std::int32_t row_term, std::int64_t count, std::int32_t* out);
 
 /// The widest micro-tile (columns) the epilogue's row buffer holds.
 inline constexpr std::int64_t kMaxTileColumns = 64;
@@ -239,10 +240,7 @@ inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::
                            std::int32_t za, std::int32_t row_term, std::int64_t j0, std::int64_t cols,
                            std::uint8_t* out_row) {
     std::int32_t acc[kMaxTileColumns];
-    if (cs == 1)
-        compensate_span(raw, col_sum, za, row_term, cols, acc);
-    else
-        for (std::int64_t c = 0; c < cols; ++c) acc[c] = raw[c * cs] - za * col_sum[c] + row_term;
+    compensate_span(raw, cs, col_sum, za, row_term, cols, acc);
     if (rq.bias)
         for (std::int64_t c = 0; c < cols; ++c) acc[c] += rq.bias[j0 + c];
     requantize_span(acc, rq.multipliers + (rq.per_column ? j0 : 0), rq.per_column, rq.zero_point, rq.range, cols, out_row);
@@ -263,12 +261,8 @@ inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64
         const std::int32_t row_term = both - (zb != 0 ? zb * row_sums[r] : 0);
         const std::int32_t* raw = tile + r * rs;
         const std::int32_t* col_sum = column_sums + j0;
-        if (!rq) {  // INT32 out (a row-major tile's row is contiguous: one vector loop)
-            std::int32_t* c_row = g.C + i * g.ldc + j0;
-            if (cs == 1)
-                compensate_span(raw, col_sum, za, row_term, cols, c_row);
-            else
-                for (std::int64_t c = 0; c < cols; ++c) c_row[c] = raw[c * cs] - za * col_sum[c] + row_term;
+        if (!rq) {  // INT32 out
+            compensate_span(raw, cs, col_sum, za, row_term, cols, g.C + i * g.ldc + j0);
             continue;
         }
         requantize_row(*rq, raw, cs, col_sum, za, row_term, j0, cols, rq->out + i * rq->ldo + j0);

@@ -69,13 +69,13 @@ __attribute__((target("avx512f,avx512vl,avx512bw"))) void requantize_avx512(
 }
 #endif
 
-void compensate_scalar(const std::int32_t* raw, const std::int32_t* column_sums, std::int32_t za,
+void compensate_scalar(const std::int32_t* raw, std::int64_t step, const std::int32_t* column_sums, std::int32_t za,
                        std::int32_t row_term, std::int64_t count, std::int32_t* out) {
     // In unsigned arithmetic, which wraps as the vector loop's lanes do (signed overflow
     // would be undefined).
     const auto u = [](std::int32_t x) { return static_cast<std::uint32_t>(x); };
     for (std::int64_t c = 0; c < count; ++c)
-        out[c] = static_cast<std::int32_t>(u(raw[c]) - u(za) * u(column_sums[c]) + u(row_term));
+        out[c] = static_cast<std::int32_t>(u(raw[c * step]) - u(za) * u(column_sums[c]) + u(row_term));
 }
 
 #if defined(__x86_64__)
@@ -108,13 +108,13 @@ void requantize_span(const std::int32_t* acc, const quant::FixedPointMultiplier*
     requantize_scalar(acc, m, per_column, zero_point, range, count, out);
 }
 
-void compensate_span(const std::int32_t* raw, const std::int32_t* column_sums, std::int32_t za, std::int32_t row_term,
-                     std::int64_t count, std::int32_t* out) {
+void compensate_span(const std::int32_t* raw, std::int64_t step, const std::int32_t* column_sums, std::int32_t za,
+                     std::int32_t row_term, std::int64_t count, std::int32_t* out) {
 #if defined(__x86_64__)
     static const bool vector = has_avx512();
-    if (vector) return compensate_avx512(raw, column_sums, za, row_term, count, out);
+    if (vector && step == 1) return compensate_avx512(raw, column_sums, za, row_term, count, out);
 #endif
-    compensate_scalar(raw, column_sums, za, row_term, count, out);
+    compensate_scalar(raw, step, column_sums, za, row_term, count, out);
 }
 
 }  // namespace gl::kernels::int8
