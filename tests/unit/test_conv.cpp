@@ -254,7 +254,7 @@ TEST(Pooling, MaxAndAverageForwardAndGradcheck) {
 }
 
 TEST(Pooling, Float32PoolAndReluBackwardEqualFloat64) {
-    // The float32 backward paths of ReLU (the bandwidth kernel) and max pooling (each
+    // The float32 backward paths of ReLU (binary_broadcast on the threads) and max pooling (each
     // thread clears its planes, then adds into them) against the same graph in float64,
     // on a shape whose planes do not split evenly between threads, with zeros (ReLU's
     // edge: no gradient at 0) and a gradient that is not all ones.
