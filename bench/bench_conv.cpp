@@ -208,6 +208,19 @@ void bench_max_pool(benchmark::State& state, gl::Shape shape) {
         benchmark::Counter(double(x.numel()) * 1.5 * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The same pooling forward and backward (the gradient routed to each window's maximum):
+// the backward's time is this one's minus the forward's.
+void bench_max_pool_step(benchmark::State& state, gl::Shape shape) {
+    gl::Rng rng(1);
+    gl::Tensor x = gl::randn(shape, rng).set_requires_grad();
+    const gl::Tensor gy = gl::randn({shape[0], shape[1], shape[2] / 2, shape[3] / 2}, rng);
+    for (auto _ : state) {
+        gl::max_pool2d(x, 2, 2, 0).backward(gy);
+        benchmark::DoNotOptimize(x.grad());
+        x.set_grad(gl::Tensor());  // the next step assigns, not adds
+    }
+}
+
 // Registers every (layer, algorithm) pair the algorithm supports, then oneDNN's.
 int register_all() {
     if (const char* t = std::getenv("GRADLAB_THREADS")) gl::set_num_threads(std::max(1, std::atoi(t)));
@@ -229,9 +242,14 @@ int register_all() {
 #endif
     }
     for (const auto& [name, shape] : {std::pair<std::string, gl::Shape>{"cnn.pool1", {64, 32, 28, 28}}, {"cnn.pool2", {64, 64, 14, 14}}})
+    {
         benchmark::RegisterBenchmark(("Pool/" + name + "/max_pool2d").c_str(), bench_max_pool, shape)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
+        benchmark::RegisterBenchmark(("Pool/" + name + "/max_pool2d_forward_backward").c_str(), bench_max_pool_step, shape)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+    }
     return 0;
 }
 

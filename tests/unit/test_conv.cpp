@@ -273,32 +273,47 @@ TEST(Pooling, Float32PoolAndReluBackwardEqualFloat64) {
     for (std::size_t i = 0; i < grads[0].size(); ++i) ASSERT_NEAR(grads[1][i], grads[0][i], 1e-6) << "element " << i;
 }
 
-TEST(Pooling, TwoByTwoWindowsMatchTheDefinitionTiesIncluded) {
-    // Values 0..3 (hashed) on 7x17 planes (8 outputs a row: the 2x2 loop's, not the general one's):
-    // most windows hold ties, and the gradient must reach the first of the equal maxima
-    // (row by row), as the general loop does; the odd last row and column belong to no window.
-    const std::int64_t H = 7, W = 17, P = 3, Q = 8;
-    const Shape shape{2, 3, H, W};
-    std::vector<double> values;
-    for (std::uint64_t i = 0; i < 2 * 3 * H * W; ++i) values.push_back(static_cast<double>((i * 0x9E3779B97F4A7C15ull >> 60) % 4));
-    const Tensor x = from_vector<double>(values, shape).set_requires_grad();
-    const Tensor y = max_pool2d(x, 2, 2, 0);
-    sum(y).backward();
-    std::vector<double> expected_y, expected_grad(values.size(), 0.0);
-    for (std::int64_t plane = 0; plane < 6; ++plane)
-        for (std::int64_t p = 0; p < P; ++p)
-            for (std::int64_t q = 0; q < Q; ++q) {
-                std::int64_t best = plane * H * W + 2 * p * W + 2 * q;
-                for (std::int64_t i = 0; i < 2; ++i)
-                    for (std::int64_t j = 0; j < 2; ++j) {
-                        const std::int64_t at = plane * H * W + (2 * p + i) * W + 2 * q + j;
-                        if (values[static_cast<std::size_t>(at)] > values[static_cast<std::size_t>(best)]) best = at;
+TEST(Pooling, TwoByTwoWindowsMatchTheDefinitionTiesAndNansIncluded) {
+    // Values 0..3 (hashed), so most windows hold ties, and a NaN in every 13th element: the
+    // output and the gradient must follow the definition's order (taps row by row, a tap
+    // wins only when strictly larger, so the first of equal maxima, and a NaN in a
+    // window's first tap, win; a NaN elsewhere loses). Float64 runs the portable loops,
+    // float32 the AVX-512 ones (kernels/cpu/pool.hpp) where the CPU has them: rows of 1 to
+    // 33 outputs (one masked vector, several, a ragged last one), and odd last rows and
+    // columns, which belong to no window.
+    const double nan = std::nan("");
+    for (const DType dtype : {DType::Float64, DType::Float32})
+        for (const auto& [H, W] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+                 {2, 2}, {7, 17}, {14, 14}, {28, 28}, {3, 31}, {4, 33}, {5, 64}, {2, 67}}) {
+            SCOPED_TRACE(std::string(name_of(dtype)) + " " + std::to_string(H) + "x" + std::to_string(W));
+            const std::int64_t P = H / 2, Q = W / 2, planes = 2 * 3;
+            std::vector<double> values;
+            for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(planes * H * W); ++i)
+                values.push_back(i % 13 == 5 ? nan : static_cast<double>((i * 0x9E3779B97F4A7C15ull >> 60) % 4));
+            const Tensor x = to_dtype(from_vector<double>(values, {2, 3, H, W}), dtype).set_requires_grad();
+            const Tensor y = max_pool2d(x, 2, 2, 0);
+            sum(y).backward();
+            std::vector<double> expected_y, expected_grad(values.size(), 0.0);
+            for (std::int64_t plane = 0; plane < planes; ++plane)
+                for (std::int64_t p = 0; p < P; ++p)
+                    for (std::int64_t q = 0; q < Q; ++q) {
+                        std::int64_t best = plane * H * W + 2 * p * W + 2 * q;
+                        for (std::int64_t i = 0; i < 2; ++i)
+                            for (std::int64_t j = 0; j < 2; ++j) {
+                                const std::int64_t at = plane * H * W + (2 * p + i) * W + 2 * q + j;
+                                if (values[static_cast<std::size_t>(at)] > values[static_cast<std::size_t>(best)]) best = at;
+                            }
+                        expected_y.push_back(values[static_cast<std::size_t>(best)]);
+                        expected_grad[static_cast<std::size_t>(best)] += 1.0;
                     }
-                expected_y.push_back(values[static_cast<std::size_t>(best)]);
-                expected_grad[static_cast<std::size_t>(best)] += 1.0;
+            const std::vector<double> got_y = to_dtype(y, DType::Float64).to_vector<double>();
+            ASSERT_EQ(got_y.size(), expected_y.size());
+            for (std::size_t i = 0; i < got_y.size(); ++i) {
+                if (std::isnan(expected_y[i])) EXPECT_TRUE(std::isnan(got_y[i])) << "output " << i;
+                else EXPECT_EQ(got_y[i], expected_y[i]) << "output " << i;
             }
-    EXPECT_EQ(y.to_vector<double>(), expected_y);
-    EXPECT_EQ(x.grad().to_vector<double>(), expected_grad);
+            EXPECT_EQ(to_dtype(x.grad(), DType::Float64).to_vector<double>(), expected_grad);
+        }
 }
 
 TEST(BatchNorm, TrainingNormalizesAndUpdatesTheRunningStatistics) {

@@ -14,8 +14,8 @@ is <= 0.5).
                                [--threads 2] [--limit N] [--json out.json]
                                [--allocator direct|caching] [--baseline OTHER_GRADLAB]
 
---allocator is passed to our side (`train --allocator`: malloc per tensor, or the caching
-allocator that reuses freed blocks). --baseline times a second gradlab binary (e.g. the
+--allocator is passed to our side (`train --allocator`: the caching allocator that reuses
+freed blocks, train's default and this script's, or malloc per tensor). --baseline times a second gradlab binary (e.g. the
 main branch's build) in the same alternating rounds, so a change is measured before and
 after under the same load; its ratio to PyTorch is printed too.
 
@@ -45,7 +45,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, help="train on the first N examples only (both sides)")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--allocator", choices=["direct", "caching"], default="direct")
+    ap.add_argument("--allocator", choices=["direct", "caching"], default="caching")
     ap.add_argument("--baseline", type=Path, help="another gradlab binary, timed in the same rounds")
     args = ap.parse_args()
     if not args.gradlab.exists():

@@ -1,0 +1,28 @@
+/// @file
+/// @brief Max pooling's most common window, 2 x 2 with stride 2 and no padding, on float32
+/// planes, in AVX-512 registers: each output the largest of its four taps, and where it
+/// is, 16 outputs of a row per pass. (The backward stays in ops/pool.cpp: clearing a
+/// plane and adding each gradient at its index measured as fast as a vector pass that
+/// writes every input once.)
+///
+/// Owns: the vector loops over one plane. The rules are those of ops/pool.cpp's loops:
+/// the four taps are compared in the order top-left, top-right, bottom-left,
+/// bottom-right, a tap replaces the best so far only when it is strictly larger (so the
+/// first of equal values wins, and a NaN in the first tap stays), and the index of the
+/// maximum counts from the start of the plane. Knows nothing about tensors or threads.
+#pragma once
+
+#include <cstdint>
+
+namespace gl::kernels {
+
+/// Whether this CPU runs the kernel below (AVX-512F). Where it does not, the callers
+/// use their portable loops.
+bool has_max_pool_2x2();
+
+/// Max pooling of one H x W plane with 2 x 2 windows, stride 2, no padding: out and
+/// where are P x Q, P = H / 2, Q = W / 2 (a last odd row or column belongs to no
+/// window). Needs has_max_pool_2x2().
+void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::int32_t* where);
+
+}  // namespace gl::kernels
