@@ -6,11 +6,13 @@
 // The bias is added to each output plane in place; its gradient is the sum of the
 // output gradient over the images and the plane.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/node.hpp"
 #include "device/device_ops.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
+#include "kernels/cpu/elementwise.hpp"
 #include "ops/conv.hpp"
 #include "ops/op_trace.hpp"
 #include "ops/ops.hpp"
@@ -49,10 +51,11 @@ kc::ConvAlgo algorithm_for(kc::ConvPass pass, const kc::ConvGeometry& g, DType d
     return kc::choose(pass, g, dtype == DType::Float64);
 }
 
-// y[n, k, :, :] += bias[k]. One task per output plane.
+// y[n, k, :, :] += bias[k]. One task per output plane (float32: the vectorised kernel).
 template <class T>
 void add_bias(const kc::ConvGeometry& g, const T* bias, T* y) {
     const std::int64_t plane = g.out_h() * g.out_w();
+    if constexpr (std::is_same_v<T, float>) return kernels::add_channel_bias(y, bias, g.batch, g.out_channels, plane);
     parallel_for(g.batch * g.out_channels, 8, [&](std::int64_t first, std::int64_t last) {
         for (std::int64_t nk = first; nk < last; ++nk) {
             const T b = bias[nk % g.out_channels];
@@ -61,11 +64,13 @@ void add_bias(const kc::ConvGeometry& g, const T* bias, T* y) {
     });
 }
 
-// The sum of @p n values in double, in four interleaved partial sums: one running sum
-// waits for each add to finish before the next (a chain as long as the plane); four
-// independent ones keep the adder busy. The order is fixed, so the result is too.
+// The sum of @p n values in double, in interleaved partial sums: one running sum waits
+// for each add to finish before the next (a chain as long as the plane); independent
+// ones keep the adder busy (float32: sixteen, in vectors; float64: four). The order is
+// fixed, so the result is too.
 template <class T>
 double plane_sum(const T* v, std::int64_t n) {
+    if constexpr (std::is_same_v<T, float>) return kernels::sum_in_double(v, n);  // 16 sums, vectorised
     double s[4] = {0, 0, 0, 0};
     std::int64_t i = 0;
     for (; i + 4 <= n; i += 4)

@@ -84,6 +84,25 @@ GL_VECTOR_CLONES void sum_rows_range(const float* __restrict a, double* __restri
         for (std::int64_t c = 0; c < cols; ++c) sums[c] += static_cast<double>(a[r * cols + c]);
 }
 
+GL_VECTOR_CLONES void add_scalar_range(float* __restrict y, float b, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] += b;
+}
+
+// 16 partial sums, one per lane of a 16-float vector (two zmm of doubles), folded in a
+// fixed tree at the end: every clone adds the same numbers in the same order.
+GL_VECTOR_CLONES double sum_in_double_range(const float* __restrict v, std::int64_t n) {
+    constexpr int kLanes = 16;
+    double s[kLanes] = {};
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+#pragma GCC unroll 16
+        for (int j = 0; j < kLanes; ++j) s[j] += static_cast<double>(v[i + j]);
+    for (int j = 0; i < n; ++i, ++j) s[j] += static_cast<double>(v[i]);
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+        for (int j = 0; j < width; ++j) s[j] += s[j + width];
+    return s[0];
+}
+
 GL_VECTOR_CLONES void sgd_range(float* __restrict p, const float* __restrict g, float* __restrict v, std::int64_t n,
                                 float lr, float momentum, float wd) {
     for (std::int64_t i = 0; i < n; ++i) {
@@ -179,6 +198,15 @@ void sum_rows(const float* a, double* sums, std::int64_t rows, std::int64_t cols
     std::fill(sums, sums + cols, 0.0);
     sum_rows_range(a, sums, rows, cols);
 }
+
+void add_channel_bias(float* y, const float* bias, std::int64_t batch, std::int64_t channels, std::int64_t plane) {
+    const std::int64_t grain = std::max<std::int64_t>(kGrain / std::max<std::int64_t>(plane, 1), 1);
+    parallel_for(batch * channels, grain, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t nc = first; nc < last; ++nc) add_scalar_range(y + nc * plane, bias[nc % channels], plane);
+    });
+}
+
+double sum_in_double(const float* v, std::int64_t n) { return sum_in_double_range(v, n); }
 
 void sgd_step(float* p, const float* g, float* v, std::int64_t n, float lr, float momentum, float wd) {
     parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {

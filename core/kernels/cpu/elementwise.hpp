@@ -1,6 +1,7 @@
 /// @file
 /// @brief Element-wise and row-wise float32 kernels of the training step, written to run
-/// at memory bandwidth: relu, add, axpy, the SGD and Adam updates, row log-softmax.
+/// at memory bandwidth: relu, add, axpy, bias add and sum, the SGD and Adam updates, row
+/// log-softmax.
 ///
 /// Owns: the loops over contiguous float arrays. Each loop is one pass over memory with
 /// no branch in its body, so the compiler vectorizes it; the functions are compiled for
@@ -23,6 +24,12 @@ void add_row(const float* a, const float* row, float* out, std::int64_t rows, st
 void axpy(float alpha, const float* x, float* y, std::int64_t n);
 /// sums[c] = sum over r of a[r, c], accumulated in double (the bias gradient).
 void sum_rows(const float* a, double* sums, std::int64_t rows, std::int64_t cols);
+
+/// y[n, c, i] += bias[c] for a [batch, channels, plane] array (a convolution's bias, NCHW).
+void add_channel_bias(float* y, const float* bias, std::int64_t batch, std::int64_t channels, std::int64_t plane);
+/// The sum of v[0..n) in double, as 16 interleaved partial sums folded in a fixed order:
+/// the same result on every CPU, on one thread (callers split the work, not the sum).
+double sum_in_double(const float* v, std::int64_t n);
 
 /// SGD with momentum and weight decay on n parameters:
 /// d = g + wd * p;  v = momentum * v + d;  p -= lr * v.
