@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.hpp"
+#include "kernels/cpu/conv/autotune.hpp"
 #include "kernels/cpu/conv/conv.hpp"
 #include "ops/conv.hpp"
 #include "parallel/thread_pool.hpp"
@@ -78,6 +79,30 @@ void bench_ours(benchmark::State& state, kc::ConvGeometry g, kc::ConvAlgo algo) 
     for (auto _ : state) {
         kc::forward(algo, g, p.x.data(), p.w.data(), y.data());
         benchmark::DoNotOptimize(y.data());
+    }
+    set_counters(state, g);
+}
+
+// The two backward passes of the CNN's layers (the training step's largest cost), each
+// checked against direct's before timing, like the forward.
+void bench_backward(benchmark::State& state, kc::ConvGeometry g, kc::ConvAlgo algo, kc::ConvPass pass) {
+    const Problem p(g);  // x and w
+    const std::vector<float> dy = gl::testkit::random_values<float>(g.output_size(), 3);
+    const bool data = pass == kc::ConvPass::BackwardData;
+    std::vector<float> out(static_cast<std::size_t>(data ? g.input_size() : g.weight_size())), reference(out.size());
+    const auto run = [&](kc::ConvAlgo a, std::vector<float>& o) {
+        if (data) kc::backward_data(a, g, dy.data(), p.w.data(), o.data());
+        else kc::backward_weight(a, g, p.x.data(), dy.data(), o.data());
+    };
+    run(kc::ConvAlgo::Direct, reference);
+    run(algo, out);
+    if (const double d = gl::testkit::max_relative_error(out, reference); d > 1e-4) {
+        state.SkipWithError(("differs from direct by " + std::to_string(d)).c_str());
+        return;
+    }
+    for (auto _ : state) {
+        run(algo, out);
+        benchmark::DoNotOptimize(out.data());
     }
     set_counters(state, g);
 }
@@ -240,6 +265,16 @@ int register_all() {
                 ->UseRealTime();
         }
 #endif
+    }
+    for (const auto& [name, g] : layers()) {
+        if (name.rfind("cnn.", 0) != 0) continue;
+        for (const kc::ConvAlgo algo : {kc::ConvAlgo::Im2col, kc::ConvAlgo::ImplicitGemm})
+            for (const auto& [pass, pass_name] : {std::pair{kc::ConvPass::BackwardData, "backward_data"},
+                                                  std::pair{kc::ConvPass::BackwardWeight, "backward_weight"}})
+                benchmark::RegisterBenchmark(("ConvBackward/" + name + "/" + kc::conv_algorithm(algo).name + "/" + pass_name).c_str(),
+                                             bench_backward, g, algo, pass)
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime();
     }
     for (const auto& [name, shape] : {std::pair<std::string, gl::Shape>{"cnn.pool1", {64, 32, 28, 28}}, {"cnn.pool2", {64, 64, 14, 14}}})
     {

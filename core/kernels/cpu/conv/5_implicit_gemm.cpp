@@ -200,24 +200,28 @@ struct Scratch {
 };
 
 // y [filters, P, Q] = the convolution of the padded planes xp with the packed filters.
-// @p taps taps, at offsets @p off (all of the grid's, or a phase's subset).
+// @p taps taps, at offsets @p off (all of the grid's, or a phase's subset). The tiles go
+// block of grid positions by block, every filter panel on one block before the next: the
+// runs of xp a block reads then stay in L1 while the panels stream past, where panel by
+// panel each panel would read all of xp again (the CNN's conv2 data gradient reads 64
+// planes of dy, 64 KiB, more than L1 holds: 1.58 -> 1.32 ms at batch 64).
 template <class T>
 void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
                    std::vector<T>& out) {
     const int nv = vectors_per_tile(gr.positions());
     const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width);
-    out.resize(static_cast<std::size_t>(kFilters * ldo));
-    for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
-        const T* panel = packed + f0 * taps;
-        for (std::int64_t j = 0; j < ldo; j += width) {
-            if (nv == 3) tile<T, 3>(taps, panel, off, xp + j, out.data() + j, ldo);
-            if (nv == 2) tile<T, 2>(taps, panel, off, xp + j, out.data() + j, ldo);
-            if (nv == 1) tile<T, 1>(taps, panel, off, xp + j, out.data() + j, ldo);
+    const std::int64_t filters = round_up(gr.filters, kFilters);
+    out.resize(static_cast<std::size_t>(filters * ldo));
+    for (std::int64_t j = 0; j < ldo; j += width)
+        for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
+            const T* panel = packed + f0 * taps;
+            T* o = out.data() + f0 * ldo + j;
+            if (nv == 3) tile<T, 3>(taps, panel, off, xp + j, o, ldo);
+            if (nv == 2) tile<T, 2>(taps, panel, off, xp + j, o, ldo);
+            if (nv == 1) tile<T, 1>(taps, panel, off, xp + j, o, ldo);
         }
-        for (std::int64_t i = 0; i < std::min<std::int64_t>(kFilters, gr.filters - f0); ++i)  // drop the grid's extra columns
-            for (std::int64_t p = 0; p < gr.P; ++p)
-                std::copy_n(out.data() + i * ldo + p * gr.wp, gr.Q, y + ((f0 + i) * gr.P + p) * gr.Q);
-    }
+    for (std::int64_t f = 0; f < gr.filters; ++f)  // drop the grid's extra columns
+        for (std::int64_t p = 0; p < gr.P; ++p) std::copy_n(out.data() + f * ldo + p * gr.wp, gr.Q, y + (f * gr.P + p) * gr.Q);
     count_multiplies(round_up(gr.filters, kFilters) * ldo * taps);
 }
 
