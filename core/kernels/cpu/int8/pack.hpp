@@ -147,25 +147,109 @@ inline void size_packed_b(const Int8GemmArgs& g, std::int64_t width, std::int64_
     p.column_sums.assign(static_cast<std::size_t>(slivers * width), 0);
 }
 
+#if defined(__x86_64__)
+/// _mm512_shuffle_i32x4(a, b, Imm): 128-bit lanes 0, 1 of the result from a, 2, 3 from b.
+/// (Through the masked form with every lane kept: the plain one's unused pass-through
+/// operand makes GCC 12 warn of an uninitialised value, GCC bug 105593.)
+template <int Imm>
+__attribute__((target("avx512f"), always_inline)) inline __m512i shuffle_lanes(__m512i a, __m512i b) {
+    return _mm512_mask_shuffle_i32x4(a, static_cast<__mmask16>(0xFFFF), a, b, Imm);
+}
+
+/// Four rows of B, 64 columns each (row i holds K index k + i of every column), into VNNI
+/// layout: out[v] holds columns 16 v .. 16 v + 15, each as its four K values side by
+/// side. Bytes of rows 0 and 1, and of rows 2 and 3, are interleaved, then those pairs
+/// as 16-bit units: each 128-bit lane then holds four columns' groups, and a 4 x 4
+/// transpose of the lanes puts the columns in order.
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void interleave_four_rows(const __m512i (&row)[4],
+                                                                                          __m512i (&out)[4]) {
+    const __m512i lo01 = _mm512_unpacklo_epi8(row[0], row[1]), hi01 = _mm512_unpackhi_epi8(row[0], row[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi8(row[2], row[3]), hi23 = _mm512_unpackhi_epi8(row[2], row[3]);
+    // In lane L: u[0] columns 16L + 0..3, u[1] 4..7, u[2] 8..11, u[3] 12..15.
+    const __m512i u0 = _mm512_unpacklo_epi16(lo01, lo23), u1 = _mm512_unpackhi_epi16(lo01, lo23);
+    const __m512i u2 = _mm512_unpacklo_epi16(hi01, hi23), u3 = _mm512_unpackhi_epi16(hi01, hi23);
+    // out[v] = lane v of u0, u1, u2, u3.
+    const __m512i a = shuffle_lanes<0x44>(u0, u1), b = shuffle_lanes<0x44>(u2, u3);  // lanes 0, 1 of each
+    const __m512i c = shuffle_lanes<0xEE>(u0, u1), d = shuffle_lanes<0xEE>(u2, u3);  // lanes 2, 3 of each
+    out[0] = shuffle_lanes<0x88>(a, b);  // even lanes of a, then of b
+    out[1] = shuffle_lanes<0xDD>(a, b);  // odd lanes
+    out[2] = shuffle_lanes<0x88>(c, d);
+    out[3] = shuffle_lanes<0xDD>(c, d);
+}
+
+/// Packs sliver @p s of a B stored K x N (not transposed), in slivers of a multiple of 64
+/// columns, four rows of 64 columns at a time through interleave_four_rows, where the
+/// scalar loop gathers every byte a row apart. Every byte of the sliver is written once
+/// (rows past K and columns past N as zeros), so the sliver needs no clearing first.
+__attribute__((target("avx512f,avx512bw"))) inline void pack_b_sliver_rows_avx512(const Int8GemmArgs& g, std::int64_t s,
+                                                                                 PackedB& p) {
+    const std::int64_t width = p.width, kp = p.kp;
+    std::int8_t* const dst = p.data.data() + s * width * kp;
+    for (std::int64_t c0 = 0; c0 < width; c0 += 64) {
+        const std::int64_t j0 = s * width + c0;  // this block's first column of B
+        const std::int64_t columns = std::clamp<std::int64_t>(g.N - j0, 0, 64);
+        const __mmask64 present = columns == 64 ? ~__mmask64{0} : (__mmask64{1} << columns) - 1;
+        for (std::int64_t k = 0; k < kp; k += 4) {
+            __m512i row[4], out[4];
+            for (int i = 0; i < 4; ++i)
+                row[i] = k + i < g.K ? _mm512_maskz_loadu_epi8(present, g.B + (k + i) * g.ldb + j0) : _mm512_setzero_si512();
+            interleave_four_rows(row, out);
+            std::int8_t* const group = dst + (k / 4) * width * 4 + c0 * 4;  // group k / 4 of this block's columns
+            for (int v = 0; v < 4; ++v) _mm512_storeu_si512(group + 64 * v, out[v]);
+        }
+    }
+}
+
+/// The column sums of a packed sliver of a multiple of 16 columns: a column's four K
+/// values sit side by side in one 32-bit lane, so one vpdpbusd with a vector of ones adds
+/// their sum into that lane, for 16 columns at once (the scalar loop adds byte by byte).
+/// Padding is zero, so summing all kp values gives the sum over the real K.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void column_sums_vnni(const std::int8_t* sliver,
+                                                                                  std::int64_t width, std::int64_t kp,
+                                                                                  std::int32_t* sums) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (std::int64_t c = 0; c < width; c += 16) {
+        __m512i acc = _mm512_setzero_si512();
+        for (std::int64_t k = 0; k < kp; k += 4) acc = _mm512_dpbusd_epi32(acc, ones, _mm512_loadu_si512(sliver + k * width + 4 * c));
+        _mm512_storeu_si512(sums + c, acc);
+    }
+}
+#endif
+
 /// Packs sliver @p s of op(B) (columns s * width ...) into @p p, sized by size_packed_b,
 /// with its columns' sums. The sliver is zeroed (the padding) right before its columns are
-/// scattered into it, so no page of it is written twice from memory.
+/// scattered into it, so no page of it is written twice from memory (the vector packing
+/// of a K x N B writes every byte, padding included, and skips the clearing).
 inline void pack_b_sliver(const Int8GemmArgs& g, std::int64_t s, PackedB& p) {
     const std::int64_t width = p.width, kp = p.kp;
     std::int8_t* dst = p.data.data() + s * width * kp;
-    std::fill(dst, dst + width * kp, std::int8_t{0});
     const std::int64_t columns = std::min(width, g.N - s * width);
-    for (std::int64_t c = 0; c < columns; ++c) {  // column j into [group][column][4]
-        const std::int64_t j = s * width + c;
-        const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
-        const std::int64_t step = g.trans_b ? 1 : g.ldb;
-        if (!g.trans_b) scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
-        p.column_sums[j] = sum_of(col, step, g.K);
-    }
-    if (g.trans_b)  // columns are contiguous rows of B: eight at a time
+#if defined(__x86_64__)
+    // The VNNI paths' slivers (64 columns): vector packing of a K x N B, vector sums.
+    static const bool vnni = sys::cpu_info().features.avx512bw && sys::cpu_info().features.avx512_vnni;
+    const bool vector_sliver = vnni && width % 64 == 0;
+#else
+    const bool vector_sliver = false;
+#endif
+    if (g.trans_b || !vector_sliver) std::fill(dst, dst + width * kp, std::int8_t{0});
+    if (g.trans_b) {  // columns are contiguous rows of B: eight at a time
         for (std::int64_t c = 0; c < columns; c += 8)
             scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c), g.K,
                                   width * 4, dst + c * 4);
+    } else if (!vector_sliver) {  // column j into [group][column][4], byte by byte
+        for (std::int64_t c = 0; c < columns; ++c) scatter_groups(g.B + s * width + c, g.ldb, g.K, 4, width * 4, dst + c * 4);
+    }
+#if defined(__x86_64__)
+    if (vector_sliver) {
+        if (!g.trans_b) pack_b_sliver_rows_avx512(g, s, p);
+        column_sums_vnni(dst, width, kp, p.column_sums.data() + s * width);
+        return;
+    }
+#endif
+    for (std::int64_t c = 0; c < columns; ++c) {
+        const std::int64_t j = s * width + c;
+        p.column_sums[j] = g.trans_b ? sum_of(g.B + j * g.ldb, 1, g.K) : sum_of(g.B + j, g.ldb, g.K);
+    }
 }
 
 /// Packs all of op(B) into @p p (slivers in parallel: they are independent), reusing
