@@ -231,7 +231,10 @@ inline void pack_b_sliver(const Int8GemmArgs& g, std::int64_t s, PackedB& p) {
 #else
     const bool vector_sliver = false;
 #endif
-    if (g.trans_b || !vector_sliver) std::fill(dst, dst + width * kp, std::int8_t{0});
+    // Only padding needs clearing: the vector packing of a K x N B writes every byte, and
+    // the transposing scatter does too for a full sliver with kp = K.
+    const bool written_whole = vector_sliver && (!g.trans_b || (columns == width && g.K == kp));
+    if (!written_whole) std::fill(dst, dst + width * kp, std::int8_t{0});
     if (g.trans_b) {  // columns are contiguous rows of B: eight at a time
         for (std::int64_t c = 0; c < columns; c += 8)
             scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c), g.K,
@@ -274,7 +277,9 @@ inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp
 inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std::int64_t width, std::int64_t group,
                    std::int64_t kp, std::uint8_t* dst, std::int32_t* row_sums) {
     const std::int64_t rows = round_up(mc, width);
-    std::fill(dst, dst + rows * kp, std::uint8_t{0});
+    // Only padding needs clearing: with whole slivers of rows and K a multiple of four
+    // (kp = K), the scatter below writes every byte.
+    if (group != 4 || mc != rows || g.K != kp) std::fill(dst, dst + rows * kp, std::uint8_t{0});
     if (group == 4)  // eight rows at a time, never across a sliver's edge
         for (std::int64_t r = 0; r < mc;) {
             const std::int64_t rows = std::min({std::int64_t{8}, mc - r, width - r % width});
@@ -316,6 +321,8 @@ void compensate_span(const std::int32_t* raw, std::int64_t step, const std::int3
 
 /// The widest micro-tile (columns) the epilogue's row buffer holds.
 inline constexpr std::int64_t kMaxTileColumns = 64;
+/// The tallest micro-tile (rows) blocked_gemm's direct tiles take.
+inline constexpr std::int64_t kMaxTileRows = 16;
 
 /// One row of the fused requantization: the zero-point-compensated sums plus the bias are
 /// gathered from the tile into a contiguous row (a loop the compiler vectorises), then
@@ -391,6 +398,20 @@ T* reused_buffer(std::vector<T>& buffer, std::int64_t count) {
     return buffer.data();
 }
 
+/// Where a micro-kernel that finishes a tile itself (Int8GemmArgs::requant null, one pass
+/// over K, a full tile) writes it: C(r, c) = raw(r, c) - column_terms[c] + row_terms[r],
+/// the epilogue's zero-point compensation with za * column sum precomputed per column.
+struct DirectTile {
+    std::int32_t* c;                    ///< the tile's first element of C
+    std::int64_t ldc;                   ///< row stride of C
+    const std::int32_t* column_terms;   ///< za * column sum, from the tile's first column
+    const std::int32_t* row_terms;      ///< K za zb - zb * row sum, one per row of the tile
+};
+
+/// A micro-kernel that sums kc values of K, from no earlier pass, and writes the finished
+/// tile straight into C (DirectTile), with no round trip through a tile buffer.
+using DirectMicro = void (*)(std::int64_t kc, const std::uint8_t* a, const std::int8_t* b, const DirectTile& out);
+
 /// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
 /// accumulate is false, writes) the raw sums of one A sliver x B sliver over kc values of
 /// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major).
@@ -409,11 +430,13 @@ T* reused_buffer(std::vector<T>& buffer, std::int64_t count) {
 /// slow half. Inside a block, K goes in passes of KC so that a B sliver (KC x NR bytes)
 /// stays in cache while the A slivers stream past; the block's tiles live in a per-thread
 /// buffer until the last pass, and the epilogue (requantization included) runs on each
-/// tile as soon as it is finished.
+/// tile as soon as it is finished. With @p direct, a full tile of an INT32 result that
+/// one pass over K finishes goes straight from the registers into C instead.
 template <class Micro>
-void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
+void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, DirectMicro direct = nullptr) {
     if (g.M == 0 || g.N == 0) return;
     check(bl.nr <= kMaxTileColumns, "int8 blocked_gemm: micro-tile wider than requantize_row's row buffer");
+    check(!direct || bl.mr <= kMaxTileRows, "int8 blocked_gemm: micro-tile taller than the direct tile's row terms");
     check(bl.mc % bl.mr == 0, "int8 blocked_gemm: MC must be a multiple of MR (blocks start on an A sliver)");
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
     thread_local PackedB own_b;
@@ -432,6 +455,15 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
     // With one pass over K, a tile is finished as soon as it is computed: one tile's
     // buffer, which stays in L1, serves them all.
     const bool one_pass = kp <= bl.kc;
+    // The direct kernel's column terms, za * column sum (wrapping like the epilogue).
+    const bool use_direct = direct && one_pass && !g.requant && !bl.column_major;
+    thread_local std::vector<std::int32_t> column_term_buffer;
+    std::int32_t* const column_terms = use_direct ? reused_buffer(column_term_buffer, g.N) : nullptr;
+    if (use_direct)
+        for (std::int64_t j = 0; j < g.N; ++j)
+            column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.a_zero_point) *
+                                                        static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
+    const std::int32_t all_zero_points = static_cast<std::int32_t>(g.K) * g.a_zero_point * g.b_zero_point;
     parallel_run(threads, [&](int) {
         thread_local std::vector<std::int32_t> tile_buffer;
         std::int32_t* const tiles = reused_buffer(tile_buffer, one_pass ? bl.mr * bl.nr : mc_tiles * bl.mr * bl.nc);
@@ -449,8 +481,16 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro) {
                 for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr)
                     for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
                         // Slivers are K-major, so K range [pc, pc + kc) of each is contiguous.
-                        micro(kc, a + (i0 + ir) * kp + pc * bl.mr, b.data.data() + jr * kp + pc * bl.nr,
-                              tile(ir, jr), pc > 0);
+                        const std::uint8_t* a_sliver = a + (i0 + ir) * kp + pc * bl.mr;
+                        const std::int8_t* b_sliver = b.data.data() + jr * kp + pc * bl.nr;
+                        if (use_direct && ir + bl.mr <= mc && jr + bl.nr <= j0 + nc) {  // a full tile, into C
+                            std::int32_t row_terms[kMaxTileRows];
+                            for (std::int64_t r = 0; r < bl.mr; ++r)
+                                row_terms[r] = all_zero_points - (g.b_zero_point ? g.b_zero_point * row_sums[i0 + ir + r] : 0);
+                            direct(kc, a_sliver, b_sliver, {g.C + (i0 + ir) * g.ldc + jr, g.ldc, column_terms + jr, row_terms});
+                            continue;
+                        }
+                        micro(kc, a_sliver, b_sliver, tile(ir, jr), pc > 0);
                         if (last_pass)
                             epilogue(g, tile(ir, jr), bl.column_major ? 1 : bl.nr, bl.column_major ? bl.mr : 1,
                                      i0 + ir, jr, std::min(bl.mr, mc - ir), std::min(bl.nr, j0 + nc - jr),

@@ -41,15 +41,12 @@ bool has_vnni() {
 }
 
 #if defined(__x86_64__)
-// tile (kMR x kNR, row-major: element (r, c) at tile[r * kNR + c]) =
-// (accumulate ? tile : 0) + a-sliver x b-sliver over kc values of K. The sliver layouts
-// are pack.hpp's: a is [kc / 4][6 rows][4], b is [kc / 4][64 columns][4].
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::int64_t kc, const std::uint8_t* a,
-                                                                           const std::int8_t* b, std::int32_t* tile,
-                                                                           bool accumulate) {
-    constexpr int kVectors = kNR / 16;  // zmm of 16 columns per row
-    __m512i acc[kMR][kVectors];
-    int8::load_tile(acc, tile, kNR, accumulate);
+constexpr int kVectors = kNR / 16;  // zmm of 16 columns per row
+
+// acc += a-sliver x b-sliver over kc values of K. The sliver layouts are pack.hpp's: a is
+// [kc / 4][6 rows][4], b is [kc / 4][64 columns][4].
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void multiply_slivers(
+    std::int64_t kc, const std::uint8_t* a, const std::int8_t* b, __m512i (&acc)[kMR][kVectors]) {
     for (std::int64_t g = 0; g < kc / 4; ++g) {
         __m512i bv[kVectors];  // 64 columns, four K each
 #pragma GCC unroll 4
@@ -65,7 +62,38 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
         a += 4 * kMR;
         b += 4 * kNR;
     }
+}
+
+// tile (kMR x kNR, row-major: element (r, c) at tile[r * kNR + c]) =
+// (accumulate ? tile : 0) + a-sliver x b-sliver over kc values of K.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::int64_t kc, const std::uint8_t* a,
+                                                                           const std::int8_t* b, std::int32_t* tile,
+                                                                           bool accumulate) {
+    __m512i acc[kMR][kVectors];
+    int8::load_tile(acc, tile, kNR, accumulate);
+    multiply_slivers(kc, a, b, acc);
     int8::store_tile(acc, tile, kNR);
+}
+
+// The whole sum over K, compensated for the zero points and stored straight into C
+// (pack.hpp's DirectTile), without the epilogue's call per row. The sum leaves the
+// registers through a tile on the stack, as in micro_kernel: compensating the
+// accumulators in place made GCC keep all 24 of them in memory as well, storing them on
+// every K step (2.5x slower).
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel_into_c(std::int64_t kc, const std::uint8_t* a,
+                                                                                  const std::int8_t* b,
+                                                                                  const int8::DirectTile& out) {
+    alignas(64) std::int32_t tile[kMR * kNR];
+    micro_kernel(kc, a, b, tile, false);
+    __m512i column_terms[kVectors];
+    for (int v = 0; v < kVectors; ++v) column_terms[v] = _mm512_loadu_si512(out.column_terms + 16 * v);
+    for (int r = 0; r < kMR; ++r) {
+        const __m512i row_term = _mm512_set1_epi32(out.row_terms[r]);
+        for (int v = 0; v < kVectors; ++v) {
+            const __m512i raw = _mm512_load_si512(tile + r * kNR + 16 * v);
+            _mm512_storeu_si512(out.c + r * out.ldc + 16 * v, _mm512_add_epi32(_mm512_sub_epi32(raw, column_terms[v]), row_term));
+        }
+    }
 }
 #endif
 
@@ -73,7 +101,7 @@ void gemm_int8_vnni_rows(const Int8GemmArgs& g) {
 #if defined(__x86_64__)
     // Blocks of 60 rows x 512 columns: the A block (60 x 2048 bytes, 120 KiB) and one B
     // sliver (128 KiB) share L2 while B's slivers go by; 10 A slivers per B sliver.
-    int8::blocked_gemm(g, {kMR, kNR, 4, 4, 60, 512, 2048, false}, micro_kernel);
+    int8::blocked_gemm(g, {kMR, kNR, 4, 4, 60, 512, 2048, false}, micro_kernel, micro_kernel_into_c);
 #else
     (void)g;
     throw Error("int8_vnni_rows: this build is not for x86-64");
