@@ -689,7 +689,16 @@ TEST(CudaCpuMatchesGpu, ShufflesVotesAtomicsAndSharedMemory) {
     EXPECT_EQ(cpu.shuffles, gpu.shuffles);
     EXPECT_EQ(cpu.segment_sums, gpu.segment_sums);
     EXPECT_EQ(cpu.votes, gpu.votes);
-    EXPECT_EQ(cpu.atomics, gpu.atomics);
+    // atomics[0], the sum of the values atomicExch handed back, depends on which thread
+    // exchanged last, and nothing fixes that order on a GPU (an H200 and the CPU runtime
+    // differed there and nowhere else). What does not depend on the order must agree:
+    // every other entry, and a last exchanger that is one of the threads.
+    const auto without_order = [](std::vector<long long> a) { return std::vector<long long>(a.begin() + 1, a.end()); };
+    EXPECT_EQ(without_order(cpu.atomics), without_order(gpu.atomics));
+    for (const auto* r : {&cpu, &gpu}) {
+        const long long last = r->atomics[7] - r->atomics[0];  // the final value of the exchanged word
+        EXPECT_TRUE(last >= 0 && last < n) << "last exchanged thread index " << last;
+    }
     EXPECT_EQ(cpu.reversed, gpu.reversed);
 #endif
 }

@@ -86,6 +86,12 @@ cuda_locate() {
             [ -d "$d" ] && [ "$d" != /usr/lib/x86_64-linux-gnu ] || continue
             for f in "$d"/lib*; do [ -e "$cuda_path/lib64/${f##*/}" ] || ln -s "$f" "$cuda_path/lib64/"; done
         done
+        # Meson (1.12) also looks for the target folder of the toolkit's layout
+        # (targets/x86_64-linux/{include,lib}) and reads the version file beside bin/.
+        mkdir -p "$cuda_path/targets/x86_64-linux"
+        ln -s ../../include "$cuda_path/targets/x86_64-linux/include"
+        ln -s ../../lib64 "$cuda_path/targets/x86_64-linux/lib"
+        for f in version.json version.txt; do if [ -e "$root/$f" ]; then ln -s "$root/$f" "$cuda_path/$f"; fi; done
         echo "CUDA root for meson: $cuda_path (links: nvcc's root $root lacks some of the above)" >>"$report"
     else
         echo "CUDA root for meson: $cuda_path" >>"$report"
