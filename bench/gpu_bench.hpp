@@ -88,7 +88,8 @@ struct Timing {
 /// launch (first-launch costs, clocks), one timed launch sizes the batches: enough launches
 /// between one pair of events that a batch takes about 20 ms, so the events' resolution
 /// and the gaps between launches are small beside it. Then batches until at least 3 and
-/// 0.3 s, or 10 batches, or 2 s; the median per-launch time is kept.
+/// 0.3 s, or 10 batches, or 2 s; the median per-launch time is kept. A launch that alone
+/// outlasts the 2 s leaves no batch: then the timed launch is the measurement (1 x 1).
 inline Timing time_launches(const std::string& kernel, int n, const std::function<void()>& launch) {
     launch();
     gl::cuda::synchronize();
@@ -110,13 +111,12 @@ inline Timing time_launches(const std::string& kernel, int n, const std::functio
         total += ms;
     }
     // A launch slower than the whole time allowance (the naive kernel at n = 8192 on an
-    // H200) leaves no batch: its one timed launch is the measurement.
-    const bool single = per_launch.empty();
-    if (single) per_launch.push_back(one);
+    // H200) leaves no batch (per_batch is then 1): its one timed launch is the measurement.
+    if (per_launch.empty()) per_launch.push_back(one);
     Timing t;
     t.kernel = kernel;
     t.n = n;
-    t.launches_per_batch = single ? 1 : per_batch;
+    t.launches_per_batch = per_batch;
     t.batches = static_cast<int>(per_launch.size());
     t.ms = gl::testkit::median(per_launch);
     t.gflops = 2.0 * double(n) * n * n / (t.ms * 1e-3) / 1e9;

@@ -51,17 +51,20 @@ kc::ConvAlgo algorithm_for(kc::ConvPass pass, const kc::ConvGeometry& g, DType d
     return kc::choose(pass, g, dtype == DType::Float64);
 }
 
-// y[n, k, :, :] += bias[k]. One task per output plane (float32: the vectorised kernel).
+// y[n, k, :, :] += bias[k]: float32 by the vectorised kernel, float64 in tasks of 8 planes.
 template <class T>
 void add_bias(const kc::ConvGeometry& g, const T* bias, T* y) {
     const std::int64_t plane = g.out_h() * g.out_w();
-    if constexpr (std::is_same_v<T, float>) return kernels::add_channel_bias(y, bias, g.batch, g.out_channels, plane);
-    parallel_for(g.batch * g.out_channels, 8, [&](std::int64_t first, std::int64_t last) {
-        for (std::int64_t nk = first; nk < last; ++nk) {
-            const T b = bias[nk % g.out_channels];
-            for (std::int64_t i = 0; i < plane; ++i) y[nk * plane + i] += b;
-        }
-    });
+    if constexpr (std::is_same_v<T, float>) {
+        kernels::add_channel_bias(y, bias, g.batch, g.out_channels, plane);
+    } else {
+        parallel_for(g.batch * g.out_channels, 8, [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t nk = first; nk < last; ++nk) {
+                const T b = bias[nk % g.out_channels];
+                for (std::int64_t i = 0; i < plane; ++i) y[nk * plane + i] += b;
+            }
+        });
+    }
 }
 
 // The sum of @p n values in double, in interleaved partial sums: one running sum waits
@@ -70,13 +73,16 @@ void add_bias(const kc::ConvGeometry& g, const T* bias, T* y) {
 // fixed, so the result is too.
 template <class T>
 double plane_sum(const T* v, std::int64_t n) {
-    if constexpr (std::is_same_v<T, float>) return kernels::sum_in_double(v, n);  // 16 sums, vectorised
-    double s[4] = {0, 0, 0, 0};
-    std::int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int j = 0; j < 4; ++j) s[j] += v[i + j];
-    for (; i < n; ++i) s[0] += v[i];
-    return (s[0] + s[1]) + (s[2] + s[3]);
+    if constexpr (std::is_same_v<T, float>) {
+        return kernels::sum_in_double(v, n);  // 16 sums, vectorised
+    } else {
+        double s[4] = {0, 0, 0, 0};
+        std::int64_t i = 0;
+        for (; i + 4 <= n; i += 4)
+            for (int j = 0; j < 4; ++j) s[j] += v[i + j];
+        for (; i < n; ++i) s[0] += v[i];
+        return (s[0] + s[1]) + (s[2] + s[3]);
+    }
 }
 
 // db[k] = sum over n, p, q of dy[n, k, p, q]. One task per filter k: it alone writes db[k],

@@ -53,6 +53,31 @@ TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
     set_num_threads(before);
 }
 
+TEST(Elementwise, ChannelBiasAndDoubleSumsOnOddLengths) {
+    // The convolution's bias kernels: a plane of every length from 1 to 40 (one vector,
+    // several, a ragged end), on 1 and 2 threads, against plain loops. The sum is exact
+    // here: small integers in float add up exactly in double, in any order.
+    Rng rng(5);
+    const int before = get_num_threads();
+    for (int threads : {1, 2})
+        for (std::int64_t plane = 1; plane <= 40; ++plane) {
+            set_num_threads(threads);
+            const std::int64_t batch = 3, channels = 5;
+            std::vector<float> y(static_cast<std::size_t>(batch * channels * plane)), bias(channels);
+            for (auto& v : y) v = static_cast<float>(std::floor(200.0 * rng.uniform()) - 100.0);
+            for (auto& v : bias) v = static_cast<float>(std::floor(20.0 * rng.uniform()) - 10.0);
+            std::vector<float> want = y;
+            for (std::int64_t i = 0; i < static_cast<std::int64_t>(want.size()); ++i)
+                want[static_cast<std::size_t>(i)] += bias[static_cast<std::size_t>(i / plane % channels)];
+            kernels::add_channel_bias(y.data(), bias.data(), batch, channels, plane);
+            ASSERT_EQ(y, want) << "plane " << plane << ", " << threads << " threads";
+            double sum = 0.0;
+            for (std::int64_t i = 0; i < plane; ++i) sum += y[static_cast<std::size_t>(i)];
+            ASSERT_EQ(kernels::sum_in_double(y.data(), plane), sum) << "plane " << plane;
+        }
+    set_num_threads(before);
+}
+
 // The streaming-store triad (hw/probes.hpp) writes its first element normally when it is
 // not 16-byte aligned and its last when the range is odd: every such case, and nothing
 // written outside [lo, hi).

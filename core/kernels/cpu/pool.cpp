@@ -5,8 +5,8 @@
 // two permutes split each row's 32 values into the 16 left taps (even columns) and the
 // 16 right taps (odd columns); the comparisons then run on whole vectors, with masks in
 // place of the scalar loop's selects. A row shorter than 16 outputs (the CNN's: 14 and 7)
-// is one masked pass, where the compiler's vectorised loop would have run none of its
-// vector iterations and done all the work in its scalar tail.
+// is one masked pass; the portable loops (ops/pool.cpp) leave rows that short to the
+// general window loop, because their vectorised loop never reaches a full vector there.
 #include "kernels/cpu/pool.hpp"
 
 #include <immintrin.h>
@@ -32,8 +32,13 @@ struct Taps {
     __m512 left, right;
 };
 
+// 0, 2, 4, ..., 30: the even lanes of a pair of vectors, and twice each lane's index.
+__attribute__((target("avx512f"))) inline __m512i even_lanes() {
+    return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+
 __attribute__((target("avx512f"))) Taps split_taps(const float* row, std::int64_t inputs) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i even = even_lanes();
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(inputs), row);
     // A short row skips the second load outright: a load with every lane masked off is
@@ -60,7 +65,7 @@ __attribute__((target("avx512f"))) inline void consider(Best& best, __m512 value
 // row_start of the plane.
 __attribute__((target("avx512f"))) void forward_row(const float* top, std::int64_t W, std::int64_t Q,
                                                     std::int64_t row_start, float* out, std::int32_t* where) {
-    const __m512i twice_lane = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i twice_lane = even_lanes();
     const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<std::int32_t>(W));
     for (std::int64_t q0 = 0; q0 < Q; q0 += kOutputsPerPass) {
         const std::int64_t outputs = std::min(kOutputsPerPass, Q - q0);

@@ -204,7 +204,9 @@ struct Scratch {
 // block of grid positions by block, every filter panel on one block before the next: the
 // runs of xp a block reads then stay in L1 while the panels stream past, where panel by
 // panel each panel would read all of xp again (the CNN's conv2 data gradient reads 64
-// planes of dy, 64 KiB, more than L1 holds: 1.58 -> 1.32 ms at batch 64).
+// planes of dy, 64 KiB, more than L1 holds: 1.58 -> 1.32 ms at batch 64). The price is a
+// per-thread result buffer of every filter's grid, not one panel's: 230 KiB for the
+// CNN's layers, megabytes for a layer of hundreds of channels on a 56 x 56 grid.
 template <class T>
 void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
                    std::vector<T>& out) {
@@ -222,7 +224,7 @@ void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* pack
         }
     for (std::int64_t f = 0; f < gr.filters; ++f)  // drop the grid's extra columns
         for (std::int64_t p = 0; p < gr.P; ++p) std::copy_n(out.data() + f * ldo + p * gr.wp, gr.Q, y + (f * gr.P + p) * gr.Q);
-    count_multiplies(round_up(gr.filters, kFilters) * ldo * taps);
+    count_multiplies(filters * ldo * taps);
 }
 
 // ---- the weight gradient's tile: 4 x 6 dot products of runs of dy_grid and xp ----------

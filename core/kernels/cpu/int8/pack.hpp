@@ -216,43 +216,55 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void column_sums_v
 }
 #endif
 
-/// Packs sliver @p s of op(B) (columns s * width ...) into @p p, sized by size_packed_b,
-/// with its columns' sums. The sliver is zeroed (the padding) right before its columns are
-/// scattered into it, so no page of it is written twice from memory (the vector packing
-/// of a K x N B writes every byte, padding included, and skips the clearing).
-inline void pack_b_sliver(const Int8GemmArgs& g, std::int64_t s, PackedB& p) {
+/// The columns of sliver @p s of a transposed B (stored N x K, so each column is a
+/// contiguous row of B) into the sliver at @p dst, eight at a time.
+inline void scatter_transposed_columns(const Int8GemmArgs& g, std::int64_t s, std::int64_t width, std::int64_t columns,
+                                       std::int8_t* dst) {
+    for (std::int64_t c = 0; c < columns; c += 8)
+        scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c), g.K,
+                              width * 4, dst + c * 4);
+}
+
+#if defined(__x86_64__)
+/// pack_b_sliver for the VNNI paths' slivers (a multiple of 64 columns): a K x N B packed
+/// four rows at a time in zmm, every byte written, so nothing is cleared first; a
+/// transposed B scattered as elsewhere, cleared first only where it has padding (a
+/// partial sliver, or K not a multiple of four); the sums by column_sums_vnni.
+inline void pack_b_sliver_vnni(const Int8GemmArgs& g, std::int64_t s, PackedB& p) {
     const std::int64_t width = p.width, kp = p.kp;
     std::int8_t* dst = p.data.data() + s * width * kp;
     const std::int64_t columns = std::min(width, g.N - s * width);
+    if (g.trans_b) {
+        if (columns != width || g.K != kp) std::fill(dst, dst + width * kp, std::int8_t{0});
+        scatter_transposed_columns(g, s, width, columns, dst);
+    } else {
+        pack_b_sliver_rows_avx512(g, s, p);
+    }
+    column_sums_vnni(dst, width, kp, p.column_sums.data() + s * width);
+}
+#endif
+
+/// Packs sliver @p s of op(B) (columns s * width ...) into @p p, sized by size_packed_b,
+/// with its columns' sums. The sliver is zeroed (the padding) right before its columns are
+/// scattered into it, so no page of it is written twice from memory. Slivers of the VNNI
+/// paths go through pack_b_sliver_vnni where the CPU has VNNI.
+inline void pack_b_sliver(const Int8GemmArgs& g, std::int64_t s, PackedB& p) {
 #if defined(__x86_64__)
-    // The VNNI paths' slivers (64 columns): vector packing of a K x N B, vector sums.
     static const bool vnni = sys::cpu_info().features.avx512bw && sys::cpu_info().features.avx512_vnni;
-    const bool vector_sliver = vnni && width % 64 == 0;
-#else
-    const bool vector_sliver = false;
+    if (vnni && p.width % 64 == 0) return pack_b_sliver_vnni(g, s, p);
 #endif
-    // Only padding needs clearing: the vector packing of a K x N B writes every byte, and
-    // the transposing scatter does too for a full sliver with kp = K.
-    const bool written_whole = vector_sliver && (!g.trans_b || (columns == width && g.K == kp));
-    if (!written_whole) std::fill(dst, dst + width * kp, std::int8_t{0});
-    if (g.trans_b) {  // columns are contiguous rows of B: eight at a time
-        for (std::int64_t c = 0; c < columns; c += 8)
-            scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c), g.K,
-                                  width * 4, dst + c * 4);
-    } else if (!vector_sliver) {  // column j into [group][column][4], byte by byte
-        for (std::int64_t c = 0; c < columns; ++c) scatter_groups(g.B + s * width + c, g.ldb, g.K, 4, width * 4, dst + c * 4);
-    }
-#if defined(__x86_64__)
-    if (vector_sliver) {
-        if (!g.trans_b) pack_b_sliver_rows_avx512(g, s, p);
-        column_sums_vnni(dst, width, kp, p.column_sums.data() + s * width);
-        return;
-    }
-#endif
-    for (std::int64_t c = 0; c < columns; ++c) {
+    const std::int64_t width = p.width, kp = p.kp;
+    std::int8_t* dst = p.data.data() + s * width * kp;
+    std::fill(dst, dst + width * kp, std::int8_t{0});
+    const std::int64_t columns = std::min(width, g.N - s * width);
+    for (std::int64_t c = 0; c < columns; ++c) {  // column j into [group][column][4]
         const std::int64_t j = s * width + c;
-        p.column_sums[j] = g.trans_b ? sum_of(g.B + j * g.ldb, 1, g.K) : sum_of(g.B + j, g.ldb, g.K);
+        const std::int8_t* col = g.trans_b ? g.B + j * g.ldb : g.B + j;
+        const std::int64_t step = g.trans_b ? 1 : g.ldb;
+        if (!g.trans_b) scatter_groups(col, step, g.K, 4, width * 4, dst + c * 4);
+        p.column_sums[j] = sum_of(col, step, g.K);
     }
+    if (g.trans_b) scatter_transposed_columns(g, s, width, columns, dst);
 }
 
 /// Packs all of op(B) into @p p (slivers in parallel: they are independent), reusing
@@ -276,10 +288,10 @@ inline PackedB pack_b(const Int8GemmArgs& g, std::int64_t width, std::int64_t kp
 /// gets each row's sum when it is not null.
 inline void pack_a(const Int8GemmArgs& g, std::int64_t i0, std::int64_t mc, std::int64_t width, std::int64_t group,
                    std::int64_t kp, std::uint8_t* dst, std::int32_t* row_sums) {
-    const std::int64_t rows = round_up(mc, width);
+    const std::int64_t padded_rows = round_up(mc, width);
     // Only padding needs clearing: with whole slivers of rows and K a multiple of four
     // (kp = K), the scatter below writes every byte.
-    if (group != 4 || mc != rows || g.K != kp) std::fill(dst, dst + rows * kp, std::uint8_t{0});
+    if (group != 4 || mc != padded_rows || g.K != kp) std::fill(dst, dst + padded_rows * kp, std::uint8_t{0});
     if (group == 4)  // eight rows at a time, never across a sliver's edge
         for (std::int64_t r = 0; r < mc;) {
             const std::int64_t rows = std::min({std::int64_t{8}, mc - r, width - r % width});
@@ -337,6 +349,13 @@ inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::
     requantize_span(acc, rq.multipliers + (rq.per_column ? j0 : 0), rq.per_column, rq.zero_point, rq.range, cols, out_row);
 }
 
+/// K za zb - zb * (the row's sum of A): the part of a row's zero-point compensation that
+/// is the same in every column (the row sum is only read, and only kept, when zb != 0).
+inline std::int32_t row_term(const Int8GemmArgs& g, const std::int32_t* row_sum) {
+    const std::int32_t all_zero_points = static_cast<std::int32_t>(g.K) * g.a_zero_point * g.b_zero_point;
+    return all_zero_points - (g.b_zero_point != 0 ? g.b_zero_point * *row_sum : 0);
+}
+
 /// Writes the valid @p rows x @p cols part of a tile of raw sums at (i0, j0): zero-point
 /// compensation, then INT32 out, or bias + requantization to UINT8. Element (r, c) of the
 /// tile is tile[r * rs + c * cs]. @p row_sums is indexed from i0 (may be null when zb =
@@ -344,19 +363,18 @@ inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::
 inline void epilogue(const Int8GemmArgs& g, const std::int32_t* tile, std::int64_t rs, std::int64_t cs, std::int64_t i0,
                      std::int64_t j0, std::int64_t rows, std::int64_t cols, const std::int32_t* row_sums,
                      const std::int32_t* column_sums) {
-    const std::int32_t za = g.a_zero_point, zb = g.b_zero_point;
-    const std::int32_t both = static_cast<std::int32_t>(g.K) * za * zb;
+    const std::int32_t za = g.a_zero_point;
     const Int8Requant* rq = g.requant;
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t i = i0 + r;
-        const std::int32_t row_term = both - (zb != 0 ? zb * row_sums[r] : 0);
+        const std::int32_t term = row_term(g, row_sums ? row_sums + r : nullptr);
         const std::int32_t* raw = tile + r * rs;
         const std::int32_t* col_sum = column_sums + j0;
         if (!rq) {  // INT32 out
-            compensate_span(raw, cs, col_sum, za, row_term, cols, g.C + i * g.ldc + j0);
+            compensate_span(raw, cs, col_sum, za, term, cols, g.C + i * g.ldc + j0);
             continue;
         }
-        requantize_row(*rq, raw, cs, col_sum, za, row_term, j0, cols, rq->out + i * rq->ldo + j0);
+        requantize_row(*rq, raw, cs, col_sum, za, term, j0, cols, rq->out + i * rq->ldo + j0);
     }
 }
 
@@ -409,7 +427,7 @@ struct DirectTile {
 };
 
 /// A micro-kernel that sums kc values of K, from no earlier pass, and writes the finished
-/// tile straight into C (DirectTile), with no round trip through a tile buffer.
+/// tile, compensated, into C itself (DirectTile), in place of the epilogue's per-row calls.
 using DirectMicro = void (*)(std::int64_t kc, const std::uint8_t* a, const std::int8_t* b, const DirectTile& out);
 
 /// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
@@ -431,7 +449,7 @@ using DirectMicro = void (*)(std::int64_t kc, const std::uint8_t* a, const std::
 /// stays in cache while the A slivers stream past; the block's tiles live in a per-thread
 /// buffer until the last pass, and the epilogue (requantization included) runs on each
 /// tile as soon as it is finished. With @p direct, a full tile of an INT32 result that
-/// one pass over K finishes goes straight from the registers into C instead.
+/// one pass over K finishes is compensated and written to C by @p direct instead.
 template <class Micro>
 void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, DirectMicro direct = nullptr) {
     if (g.M == 0 || g.N == 0) return;
@@ -463,7 +481,6 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
         for (std::int64_t j = 0; j < g.N; ++j)
             column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.a_zero_point) *
                                                         static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
-    const std::int32_t all_zero_points = static_cast<std::int32_t>(g.K) * g.a_zero_point * g.b_zero_point;
     parallel_run(threads, [&](int) {
         thread_local std::vector<std::int32_t> tile_buffer;
         std::int32_t* const tiles = reused_buffer(tile_buffer, one_pass ? bl.mr * bl.nr : mc_tiles * bl.mr * bl.nc);
@@ -486,7 +503,7 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
                         if (use_direct && ir + bl.mr <= mc && jr + bl.nr <= j0 + nc) {  // a full tile, into C
                             std::int32_t row_terms[kMaxTileRows];
                             for (std::int64_t r = 0; r < bl.mr; ++r)
-                                row_terms[r] = all_zero_points - (g.b_zero_point ? g.b_zero_point * row_sums[i0 + ir + r] : 0);
+                                row_terms[r] = row_term(g, row_sums ? row_sums + i0 + ir + r : nullptr);
                             direct(kc, a_sliver, b_sliver, {g.C + (i0 + ir) * g.ldc + jr, g.ldc, column_terms + jr, row_terms});
                             continue;
                         }
