@@ -117,6 +117,7 @@ class BadInput(unittest.TestCase):
         self.fails(["train", "--workers", "4", "--parallel", "dp", "--batch-size", "2"],
                    "--batch-size 2 is smaller than --workers 4")
         self.fails(["train", "--workers", "2", "--precision", "fp16"], "--precision and --memory are for one worker")
+        self.fails(["train", "--workers", "2", "--allocator", "direct"], "--allocator is for one worker")
 
     def test_unknown_gemm_kernel(self):
         self.fails(["train", "--gemm", "fastest", "--data", mnist_folder(self.dir, "ok")],

@@ -103,10 +103,12 @@ struct TrainArgs {
     std::int64_t limit = 0;  // 0: all of the training set
     int threads = 0;
     bool memory = false;             // print the memory table
-    // "caching" (reuse freed blocks) or "direct" (malloc per tensor). Caching by default:
-    // with malloc, each step's large activations are fresh mappings whose pages fault and
-    // are zeroed again every step (CKPT-3), 10% of a CNN step on a 2-core machine.
-    std::string allocator = "caching";
+    // "caching" (reuse freed blocks) or "direct" (malloc per tensor); empty: not given,
+    // which means caching. Caching by default: with malloc, each step's large activations
+    // are fresh mappings whose pages fault and are zeroed again every step (CKPT-3), 10% of
+    // a CNN step on a 2-core machine.
+    std::string allocator;
+    std::string allocator_or_default() const { return allocator.empty() ? "caching" : allocator; }
     std::string precision = "fp32";
     bool no_loss_scaling = false;
     bool no_master_weights = false;
@@ -231,6 +233,9 @@ void check_train_args(const TrainArgs& a) {
     if (parallel && (a.precision != "fp32" || a.memory))
         throw gl::Error("--precision and --memory are for one worker; data-parallel training runs in fp32 "
                         "without memory accounting");
+    if (parallel && !a.allocator.empty())
+        throw gl::Error("--allocator is for one worker; data-parallel training allocates with malloc: drop "
+                        "--allocator, or --workers/--backend");
     if ((a.qat || !a.save.empty()) && parallel)
         throw gl::Error("--qat and --save are for one worker; drop --workers/--backend");
     if (a.model == "resnet" && a.device != "cpu")
@@ -304,7 +309,8 @@ int cmd_train(TrainArgs a) {
     // The allocators come after the datasets (which are not counted) and before the model
     // and optimizer (which must come from them to be counted).
     gl::memory::CachingAllocator cache;
-    gl::Allocator& direct_or_cached = a.allocator == "caching" ? static_cast<gl::Allocator&>(cache) : gl::cpu_allocator();
+    const std::string allocator = a.allocator_or_default();
+    gl::Allocator& direct_or_cached = allocator == "caching" ? static_cast<gl::Allocator&>(cache) : gl::cpu_allocator();
     gl::memory::TrackingAllocator tracker(direct_or_cached);
     gl::memory::DefaultAllocatorScope use(a.memory ? static_cast<gl::Allocator&>(tracker) : direct_or_cached);
     gl::memory::MemoryStats per_step;  // the largest of each step's peaks
@@ -313,7 +319,7 @@ int cmd_train(TrainArgs a) {
     fmt::print("model:  {} ({} parameters)\n", net->describe(), net->parameter_count());
     fmt::print("data:   {} ({} training, {} test examples)\n", dir, train->size(), test.size());
     fmt::print("setup:  {} lr {} batch {} seed {} gemm {} threads {} allocator {}\n", a.optimizer, a.lr, a.batch_size,
-               a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), a.allocator);
+               a.seed, gl::kernels::default_gemm().name, gl::get_num_threads(), allocator);
     if (a.device != "cpu")
         fmt::print("device: {} (model, optimizer state and batches there; the loss is read {})\n", a.device,
                    a.item_every_step ? "every step" : "once per epoch");
@@ -358,7 +364,7 @@ int cmd_train(TrainArgs a) {
         fmt::print("convolution algorithms ({}):\n{}", a.conv_algo == "auto" ? "autotuned: the fastest measured"
                                                                              : "fixed: " + a.conv_algo,
                    gl::kernels::conv::format_tune_table(gl::kernels::conv::tune_table()));
-    if (a.allocator == "caching") {
+    if (allocator == "caching") {
         const auto c = cache.stats();
         fmt::print("caching allocator: {} hits, {} misses (hit rate {:.4f}), {} cached, peak reserved {}\n", c.hits,
                    c.misses, c.hit_rate(), gl::training::format_bytes(static_cast<double>(c.bytes_cached)),
