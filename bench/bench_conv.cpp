@@ -86,13 +86,14 @@ void bench_ours(benchmark::State& state, kc::ConvGeometry g, kc::ConvAlgo algo) 
 // The two backward passes of the CNN's layers (the training step's largest cost), each
 // checked against direct's before timing, like the forward.
 void bench_backward(benchmark::State& state, kc::ConvGeometry g, kc::ConvAlgo algo, kc::ConvPass pass) {
-    const Problem p(g);  // x and w
-    const std::vector<float> dy = gl::testkit::random_values<float>(g.output_size(), 3);
+    const std::vector<float> x = gl::testkit::random_values<float>(g.input_size(), 1),
+                             w = gl::testkit::random_values<float>(g.weight_size(), 2),
+                             dy = gl::testkit::random_values<float>(g.output_size(), 3);
     const bool data = pass == kc::ConvPass::BackwardData;
     std::vector<float> out(static_cast<std::size_t>(data ? g.input_size() : g.weight_size())), reference(out.size());
     const auto run = [&](kc::ConvAlgo a, std::vector<float>& o) {
-        if (data) kc::backward_data(a, g, dy.data(), p.w.data(), o.data());
-        else kc::backward_weight(a, g, p.x.data(), dy.data(), o.data());
+        if (data) kc::backward_data(a, g, dy.data(), w.data(), o.data());
+        else kc::backward_weight(a, g, x.data(), dy.data(), o.data());
     };
     run(kc::ConvAlgo::Direct, reference);
     run(algo, out);
@@ -269,9 +270,8 @@ int register_all() {
     for (const auto& [name, g] : layers()) {
         if (name.rfind("cnn.", 0) != 0) continue;
         for (const kc::ConvAlgo algo : {kc::ConvAlgo::Im2col, kc::ConvAlgo::ImplicitGemm})
-            for (const auto& [pass, pass_name] : {std::pair{kc::ConvPass::BackwardData, "backward_data"},
-                                                  std::pair{kc::ConvPass::BackwardWeight, "backward_weight"}})
-                benchmark::RegisterBenchmark(("ConvBackward/" + name + "/" + kc::conv_algorithm(algo).name + "/" + pass_name).c_str(),
+            for (const kc::ConvPass pass : {kc::ConvPass::BackwardData, kc::ConvPass::BackwardWeight})
+                benchmark::RegisterBenchmark(("ConvBackward/" + name + "/" + kc::conv_algorithm(algo).name + "/" + kc::pass_name(pass)).c_str(),
                                              bench_backward, g, algo, pass)
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
