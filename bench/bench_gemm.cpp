@@ -16,6 +16,7 @@
 #include "hw/probes.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
+#include "testkit/aligned.hpp"
 #include "testkit/random.hpp"
 
 namespace {
@@ -50,9 +51,10 @@ double g_peak[3] = {0, 0, 0};  // measured FP32 peak GFLOP/s for 1 and 2 threads
 
 void run_gemm(benchmark::State& state, const gl::kernels::GemmKernel& kernel, const Shape& p, int threads) {
     gl::set_num_threads(threads);
-    const auto A = gl::testkit::random_floats(static_cast<std::size_t>(p.M * p.K), 1);
-    const auto B = gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2);
-    std::vector<float> C(static_cast<std::size_t>(p.M * p.N));
+    // Operands aligned like a tensor's storage (testkit/aligned.hpp says why it matters).
+    const auto A = gl::testkit::aligned(gl::testkit::random_floats(static_cast<std::size_t>(p.M * p.K), 1));
+    const auto B = gl::testkit::aligned(gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2));
+    gl::testkit::AlignedVector<float> C(static_cast<std::size_t>(p.M * p.N));
     const auto g = gl::kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data());
     for (auto _ : state) {
         kernel.sgemm(g);

@@ -26,6 +26,7 @@
 #include "parallel/thread_pool.hpp"
 #include "quant/quantized_cnn.hpp"
 #include "quant/quantized_mlp.hpp"
+#include "testkit/aligned.hpp"
 #include "testkit/random.hpp"
 
 namespace {
@@ -65,12 +66,13 @@ void run_int8(benchmark::State& state, const gl::kernels::Int8GemmKernel& kernel
     gl::set_num_threads(threads);
     std::mt19937 gen(1);
     std::uniform_int_distribution<int> byte(0, 255);
-    std::vector<std::uint8_t> A(static_cast<std::size_t>(p.M * p.K));
-    std::vector<std::int8_t> B(static_cast<std::size_t>(p.N * p.K));
+    // Operands aligned like a tensor's storage (testkit/aligned.hpp says why it matters).
+    gl::testkit::AlignedVector<std::uint8_t> A(static_cast<std::size_t>(p.M * p.K));
+    gl::testkit::AlignedVector<std::int8_t> B(static_cast<std::size_t>(p.N * p.K));
     for (auto& a : A) a = static_cast<std::uint8_t>(byte(gen));
     for (auto& b : B) b = static_cast<std::int8_t>(byte(gen) - 128);
-    std::vector<std::int32_t> C(static_cast<std::size_t>(p.M * p.N));
-    std::vector<std::uint8_t> out(C.size());
+    gl::testkit::AlignedVector<std::int32_t> C(static_cast<std::size_t>(p.M * p.N));
+    gl::testkit::AlignedVector<std::uint8_t> out(C.size());
     std::vector<std::int32_t> bias(static_cast<std::size_t>(p.N), 100);
     const gl::quant::FixedPointMultiplier m = gl::quant::to_fixed_point(1e-4);
     gl::kernels::Int8Requant rq{bias.data(), &m, false, 3, gl::quant::kUint8, out.data(), p.N};
@@ -87,9 +89,9 @@ void run_int8(benchmark::State& state, const gl::kernels::Int8GemmKernel& kernel
 
 void run_fp32(benchmark::State& state, const gl::kernels::GemmKernel& kernel, const Shape& p, int threads) {
     gl::set_num_threads(threads);
-    const auto A = gl::testkit::random_floats(static_cast<std::size_t>(p.M * p.K), 1);
-    const auto B = gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2);
-    std::vector<float> C(static_cast<std::size_t>(p.M * p.N));
+    const auto A = gl::testkit::aligned(gl::testkit::random_floats(static_cast<std::size_t>(p.M * p.K), 1));
+    const auto B = gl::testkit::aligned(gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2));
+    gl::testkit::AlignedVector<float> C(static_cast<std::size_t>(p.M * p.N));
     const auto g = gl::kernels::dense_gemm_args(false, true, p.M, p.N, p.K, A.data(), B.data(), C.data());
     for (auto _ : state) {
         kernel.sgemm(g);

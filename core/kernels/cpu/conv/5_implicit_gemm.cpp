@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/aligned_vector.hpp"
 #include "kernels/cpu/conv/conv.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
@@ -190,9 +191,12 @@ int vectors_per_tile(std::int64_t positions) {
 }
 
 // Per-thread scratch, reused from call to call.
+// Cache-line aligned (base/aligned_vector.hpp): the weight gradient's dot products read
+// a vector of each operand per FMA, and on a misaligned buffer every one of those loads
+// would straddle two lines.
 template <class T>
 struct Scratch {
-    std::vector<T> padded, out, grid_dy, dw;
+    AlignedVector<T> padded, out, grid_dy, dw;
     static Scratch& get() {
         thread_local Scratch s;
         return s;
@@ -209,7 +213,7 @@ struct Scratch {
 // CNN's layers, megabytes for a layer of hundreds of channels on a 56 x 56 grid.
 template <class T>
 void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
-                   std::vector<T>& out) {
+                   AlignedVector<T>& out) {
     const int nv = vectors_per_tile(gr.positions());
     const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width);
     const std::int64_t filters = round_up(gr.filters, kFilters);
@@ -338,7 +342,7 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
     parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
         Scratch<T>& s = Scratch<T>::get();
         s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
-        std::vector<T>& result = s.grid_dy;  // one phase of dx's block: [Cg, rows, cols]
+        AlignedVector<T>& result = s.grid_dy;  // one phase of dx's block: [Cg, rows, cols]
         result.resize(static_cast<std::size_t>(Cg * rows * cols));
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
@@ -418,7 +422,9 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     const std::int64_t Kg = g.group_out(), taps = gr.taps(), P = gr.P, Q = gr.Q;
     const std::int64_t length = round_up(gr.positions(), kVector);  // dy_grid's rows, zeros past the outputs
     const std::int64_t filters = round_up(Kg, kDotFilters), tap_tiles = round_up(taps, kDotTaps);
-    const std::int64_t x_image = gr.padded_size(), dy_image = filters * length;
+    // Each image's operands start on a cache line (as the buffers do), so the taps whose
+    // runs start on a multiple of 16 floats load whole lines.
+    const std::int64_t x_image = round_up(gr.padded_size(), kVector), dy_image = filters * length;
     constexpr std::int64_t kChunk = 8;  // images whose operands are laid out together (~1 MB for the CNN's conv2)
     const std::vector<std::int64_t> off = gr.tap_offsets(kDotTaps);  // the extra taps read xp[j] and are dropped
     const int threads = get_num_threads();
