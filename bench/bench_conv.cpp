@@ -24,6 +24,7 @@
 #include "kernels/cpu/conv/autotune.hpp"
 #include "kernels/cpu/conv/conv.hpp"
 #include "ops/conv.hpp"
+#include "ops/ops.hpp"
 #include "parallel/thread_pool.hpp"
 #include "testkit/conv_problems.hpp"
 
@@ -234,14 +235,25 @@ void bench_max_pool(benchmark::State& state, gl::Shape shape) {
         benchmark::Counter(double(x.numel()) * 1.5 * sizeof(float), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The same pooling forward and backward (the gradient routed to each window's maximum):
-// the backward's time is this one's minus the forward's.
-void bench_max_pool_step(benchmark::State& state, gl::Shape shape) {
+// What the CNN runs after each convolution, forward and backward (the gradient routed to
+// each window's maximum): the pooling alone (the backward's time is this one's minus the
+// forward's), ReLU then the pooling as two ops, and the two fused (relu_max_pool2d).
+enum class PoolStep { Pool, ReluThenPool, ReluPoolFused };
+
+void bench_max_pool_step(benchmark::State& state, gl::Shape shape, PoolStep step) {
     gl::Rng rng(1);
     gl::Tensor x = gl::randn(shape, rng).set_requires_grad();
     const gl::Tensor gy = gl::randn({shape[0], shape[1], shape[2] / 2, shape[3] / 2}, rng);
+    const auto forward = [&] {
+        switch (step) {
+            case PoolStep::Pool: return gl::max_pool2d(x, 2, 2, 0);
+            case PoolStep::ReluThenPool: return gl::max_pool2d(gl::relu(x), 2, 2, 0);
+            case PoolStep::ReluPoolFused: break;
+        }
+        return gl::relu_max_pool2d(x, 2, 2);
+    };
     for (auto _ : state) {
-        gl::max_pool2d(x, 2, 2, 0).backward(gy);
+        forward().backward(gy);
         benchmark::DoNotOptimize(x.grad());
         x.set_grad(gl::Tensor());  // the next step assigns, not adds
     }
@@ -281,9 +293,13 @@ int register_all() {
         benchmark::RegisterBenchmark(("Pool/" + name + "/max_pool2d").c_str(), bench_max_pool, shape)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
-        benchmark::RegisterBenchmark(("Pool/" + name + "/max_pool2d_forward_backward").c_str(), bench_max_pool_step, shape)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+        for (const auto& [step_name, step] : {std::pair<const char*, PoolStep>{"max_pool2d", PoolStep::Pool},
+                                              {"relu_then_max_pool2d", PoolStep::ReluThenPool},
+                                              {"relu_max_pool2d", PoolStep::ReluPoolFused}})
+            benchmark::RegisterBenchmark(("Pool/" + name + "/" + step_name + "_forward_backward").c_str(), bench_max_pool_step,
+                                         shape, step)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
     }
     return 0;
 }

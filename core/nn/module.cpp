@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "memory/tracking_allocator.hpp"
+#include "nn/conv_layers.hpp"
+#include "ops/conv.hpp"
 #include "ops/ops.hpp"
 
 namespace gl::nn {
@@ -92,7 +94,16 @@ Sequential& Sequential::add(std::shared_ptr<Module> module) {
 
 Tensor Sequential::forward(const Tensor& x) {
     Tensor h = x;
-    for (auto& m : modules_) h = m->forward(h);
+    for (std::size_t i = 0; i < modules_.size(); ++i) {
+        const auto* relu_layer = dynamic_cast<const ReLU*>(modules_[i].get());
+        const auto* pool = i + 1 < modules_.size() ? dynamic_cast<const MaxPool2d*>(modules_[i + 1].get()) : nullptr;
+        if (fusion_ && relu_layer && pool) {  // ReLU then MaxPool2d: one op, both modules
+            h = relu_max_pool2d(h, pool->kernel(), pool->stride());
+            ++i;
+            continue;
+        }
+        h = modules_[i]->forward(h);
+    }
     return h;
 }
 

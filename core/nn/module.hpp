@@ -75,7 +75,9 @@ public:
     std::string describe() const override { return "ReLU"; }
 };
 
-/// Applies its modules one after another.
+/// Applies its modules one after another. A ReLU followed by a MaxPool2d runs as one op,
+/// relu_max_pool2d (ops/conv.hpp): the same values and gradients, with ReLU's full-size
+/// output neither written nor saved (set_fusion(false) runs every module on its own).
 class Sequential final : public Module {
 public:
     /// An empty sequence; add() appends.
@@ -90,9 +92,15 @@ public:
     std::size_t size() const { return modules_.size(); }
     /// The module at @p i.
     Module& at(std::size_t i) const { return *modules_.at(i); }
+    /// Whether forward() fuses a ReLU and the MaxPool2d after it (the default), or runs
+    /// each module's own forward.
+    void set_fusion(bool on) { fusion_ = on; }
+    /// See set_fusion().
+    bool fusion() const { return fusion_; }
 
 private:
     std::vector<std::shared_ptr<Module>> modules_;
+    bool fusion_ = true;
 };
 
 /// Mean cross-entropy between logits [B, C] and int32 targets [B].

@@ -40,7 +40,10 @@ struct MaxPoolBackward final : Node {
     Tensor argmax;  // int32 [N, C, P, Q]: index within its input plane of each maximum
     Shape input_shape;
     kernels::PoolDims dims;  // the windows, for the device kernel
-    std::string name() const override { return "MaxPoolBackward"; }
+    // relu_max_pool2d's: an index of -1 marks a window with nothing positive under it,
+    // whose gradient ReLU's backward would have stopped.
+    bool after_relu = false;
+    std::string name() const override { return after_relu ? "ReluMaxPoolBackward" : "MaxPoolBackward"; }
     std::vector<Tensor> backward(const Tensor& grad) override {
         if (device::on_device(grad)) return {device::max_pool2d_backward(grad, argmax, dims, input_shape)};
         const Tensor g = grad.contiguous();
@@ -59,7 +62,12 @@ struct MaxPoolBackward final : Node {
                 for (std::int64_t p = first; p < last; ++p) {
                     T* plane = gx + p * plane_in;
                     std::fill(plane, plane + plane_in, T(0));
-                    for (std::int64_t i = p * plane_out; i < (p + 1) * plane_out; ++i) plane[where[i]] += gy[i];
+                    if (after_relu) {  // -1: ReLU stopped this window's gradient
+                        for (std::int64_t i = p * plane_out; i < (p + 1) * plane_out; ++i)
+                            if (where[i] >= 0) plane[where[i]] += gy[i];
+                    } else {
+                        for (std::int64_t i = p * plane_out; i < (p + 1) * plane_out; ++i) plane[where[i]] += gy[i];
+                    }
                 }
             });
         });
@@ -224,6 +232,35 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
         node->argmax = save_for_backward(argmax);
         node->input_shape = x.shape();
         node->dims = pg.dims();
+        record(y, node, {x_in});
+    }
+    return trace.done({x_in}, y);
+}
+
+Tensor relu_max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride) {
+    const PoolGeometry pg(x_in, kernel, stride, 0, "relu_max_pool2d");
+    // The fused loop exists for float32 2 x 2 windows on the CPU (kernels/cpu/pool.hpp);
+    // anything else runs the two ops, which is the definition.
+    if (device::on_device(x_in) || x_in.dtype() != DType::Float32 || !vector_2x2(pg))
+        return max_pool2d(relu(x_in), kernel, stride);
+    const OpTrace trace("relu_max_pool2d");
+    const Tensor x = x_in.contiguous();
+    Tensor y = empty(pg.out_shape(x), x.dtype());
+    Tensor argmax = empty(pg.out_shape(x), DType::Int32);
+    const float* input = x.data<float>();
+    float* output = y.data<float>();
+    std::int32_t* where = argmax.data<std::int32_t>();
+    parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t plane = first; plane < last; ++plane)
+            kernels::max_pool_2x2_plane(input + plane * pg.H * pg.W, pg.H, pg.W, output + plane * pg.P * pg.Q,
+                                        where + plane * pg.P * pg.Q, /*relu_first=*/true);
+    });
+    if (should_record({x_in})) {
+        auto node = std::make_shared<MaxPoolBackward>();
+        node->argmax = save_for_backward(argmax);
+        node->input_shape = x.shape();
+        node->dims = pg.dims();
+        node->after_relu = true;
         record(y, node, {x_in});
     }
     return trace.done({x_in}, y);

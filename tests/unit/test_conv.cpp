@@ -3,7 +3,9 @@
 // multiply counts, the autotuner, pooling, batch norm, dropout and the models.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <memory>
 
 #include "autograd/gradcheck.hpp"
 #include "kernels/cpu/conv/autotune.hpp"
@@ -314,6 +316,61 @@ TEST(Pooling, TwoByTwoWindowsMatchTheDefinitionTiesAndNansIncluded) {
             }
             EXPECT_EQ(to_dtype(x.grad(), DType::Float64).to_vector<double>(), expected_grad);
         }
+}
+
+TEST(Pooling, ReluMaxPoolIsReluThenPoolBitForBit) {
+    // relu_max_pool2d against the two ops it fuses, on float32 (the fused AVX-512 loop where
+    // the CPU has it): the same outputs and the same input gradients, bit for bit. Values
+    // -2..1 (hashed), so many windows hold only values <= 0 (their gradient must stop:
+    // ReLU's backward blocks it) and many hold ties; a NaN in every 13th element and -0 in
+    // every 11th (ReLU turns both into +0, so a NaN in a window's first tap must lose to a
+    // positive tap, where plain pooling would keep it); rows of 1 to 33 outputs and odd
+    // last rows and columns.
+    const double nan = std::nan("");
+    for (const auto& [H, W] : std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 2}, {7, 17}, {14, 14}, {28, 28}, {3, 31}, {4, 33}, {5, 64}}) {
+        SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W));
+        std::vector<double> values;
+        for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(2 * 3 * H * W); ++i)
+            values.push_back(i % 13 == 0 ? nan : i % 11 == 0 ? -0.0 : static_cast<double>((i * 0x9E3779B97F4A7C15ull >> 60) % 4) - 2.0);
+        const Tensor weights = rand_uniform({2, 3, H / 2, W / 2}, 0.5, 2.0, *std::make_unique<Rng>(5), DType::Float32);
+        std::vector<std::vector<float>> outputs, grads;
+        for (const bool fused : {false, true}) {
+            Tensor x = to_dtype(from_vector<double>(values, {2, 3, H, W}), DType::Float32).set_requires_grad();
+            const Tensor y = fused ? relu_max_pool2d(x, 2) : max_pool2d(relu(x), 2);
+            sum(mul(y, weights)).backward();
+            outputs.push_back(y.to_vector<float>());
+            grads.push_back(x.grad().to_vector<float>());
+        }
+        ASSERT_EQ(outputs[1].size(), outputs[0].size());
+        for (std::size_t i = 0; i < outputs[0].size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(outputs[1][i]), std::bit_cast<std::uint32_t>(outputs[0][i])) << "output " << i;
+        for (std::size_t i = 0; i < grads[0].size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(grads[1][i]), std::bit_cast<std::uint32_t>(grads[0][i])) << "gradient " << i;
+    }
+}
+
+TEST(Pooling, SequentialFusesReluAndMaxPoolWithTheSameResults) {
+    // The CNN's ReLU, MaxPool2d pairs run as relu_max_pool2d in nn::Sequential; with fusion
+    // off, each module runs its own op. Logits and every parameter's gradient agree bit
+    // for bit.
+    std::vector<std::vector<float>> logits, grads;
+    for (const bool fusion : {false, true}) {
+        Rng rng(9);
+        auto net = nn::make_cnn(rng, 12, 4, 6, 16, 3);
+        net->set_fusion(fusion);
+        const Tensor x = rand_uniform({5, 144}, 0.0, 1.0, rng);
+        const Tensor y = net->forward(x);
+        sum(mul(y, y)).backward();
+        logits.push_back(y.to_vector<float>());
+        std::vector<float> all;
+        for (const Tensor& p : net->parameters()) {
+            const std::vector<float> g = p.grad().to_vector<float>();
+            all.insert(all.end(), g.begin(), g.end());
+        }
+        grads.push_back(all);
+    }
+    EXPECT_EQ(logits[1], logits[0]);
+    EXPECT_EQ(grads[1], grads[0]);
 }
 
 TEST(BatchNorm, TrainingNormalizesAndUpdatesTheRunningStatistics) {

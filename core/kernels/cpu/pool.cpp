@@ -10,6 +10,11 @@
 #include "kernels/cpu/pool.hpp"
 
 #include <immintrin.h>
+// GCC 12's AVX-512 intrinsics (here _mm512_max_ps) initialise their "undefined"
+// pass-through operand from itself, which -W(maybe-)uninitialized reports at every use
+// (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <algorithm>
 #include <cstdint>
@@ -61,22 +66,37 @@ __attribute__((target("avx512f"))) inline void consider(Best& best, __m512 value
     best.at = _mm512_mask_mov_epi32(best.at, larger, value_at);
 }
 
+// ReLU of 16 taps, exactly as relu() computes it (x > 0 ? x : 0): vmaxps returns its
+// second operand, +0, when the first is a NaN or either zero, so a NaN or -0 becomes +0.
+__attribute__((target("avx512f"))) inline Taps relu(Taps t) {
+    const __m512 zero = _mm512_setzero_ps();
+    return {_mm512_max_ps(t.left, zero), _mm512_max_ps(t.right, zero)};
+}
+
 // One output row: windows on input rows top and top + W, whose first element is element
-// row_start of the plane.
+// row_start of the plane. With relu_first, each tap goes through ReLU before the
+// comparisons, and a window whose maximum is 0 records -1: no input under it was
+// positive, so ReLU's backward would block its gradient.
 __attribute__((target("avx512f"))) void forward_row(const float* top, std::int64_t W, std::int64_t Q,
-                                                    std::int64_t row_start, float* out, std::int32_t* where) {
+                                                    std::int64_t row_start, float* out, std::int32_t* where,
+                                                    bool relu_first) {
     const __m512i twice_lane = even_lanes();
     const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(static_cast<std::int32_t>(W));
     for (std::int64_t q0 = 0; q0 < Q; q0 += kOutputsPerPass) {
         const std::int64_t outputs = std::min(kOutputsPerPass, Q - q0);
-        const Taps upper = split_taps(top + 2 * q0, 2 * outputs);
-        const Taps lower = split_taps(top + W + 2 * q0, 2 * outputs);
+        Taps upper = split_taps(top + 2 * q0, 2 * outputs);
+        Taps lower = split_taps(top + W + 2 * q0, 2 * outputs);
+        if (relu_first) upper = relu(upper), lower = relu(lower);
         // The plane index of each window's top-left tap.
         const __m512i top_left = _mm512_add_epi32(_mm512_set1_epi32(static_cast<std::int32_t>(row_start + 2 * q0)), twice_lane);
         Best best{upper.left, top_left};
         consider(best, upper.right, _mm512_add_epi32(top_left, one));
         consider(best, lower.left, _mm512_add_epi32(top_left, down));
         consider(best, lower.right, _mm512_add_epi32(_mm512_add_epi32(top_left, down), one));
+        if (relu_first) {
+            const __mmask16 positive = _mm512_cmp_ps_mask(best.value, _mm512_setzero_ps(), _CMP_GT_OQ);
+            best.at = _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), positive, best.at);
+        }
         const __mmask16 valid = first_lanes(outputs);
         _mm512_mask_storeu_ps(out + q0, valid, best.value);
         _mm512_mask_storeu_epi32(where + q0, valid, best.at);
@@ -90,9 +110,11 @@ bool has_max_pool_2x2() {
     return has;
 }
 
-void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::int32_t* where) {
+void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::int32_t* where,
+                        bool relu_first) {
     const std::int64_t P = H / 2, Q = W / 2;
-    for (std::int64_t p = 0; p < P; ++p) forward_row(in + 2 * p * W, W, Q, 2 * p * W, out + p * Q, where + p * Q);
+    for (std::int64_t p = 0; p < P; ++p)
+        forward_row(in + 2 * p * W, W, Q, 2 * p * W, out + p * Q, where + p * Q, relu_first);
 }
 
 }  // namespace gl::kernels

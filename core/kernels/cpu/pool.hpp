@@ -23,6 +23,12 @@ bool has_max_pool_2x2();
 /// Max pooling of one H x W plane with 2 x 2 windows, stride 2, no padding: out and
 /// where are P x Q, P = H / 2, Q = W / 2 (a last odd row or column belongs to no
 /// window). Needs has_max_pool_2x2().
-void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::int32_t* where);
+///
+/// With @p relu_first, the pooling of ReLU(in), without writing ReLU(in) anywhere: each
+/// tap is x > 0 ? x : 0 (a NaN or -0 gives +0) before the comparisons, and a window whose
+/// maximum is 0 gets where = -1 (nothing under it was positive: ReLU's backward would
+/// stop its gradient, so the pooling's backward skips it).
+void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::int32_t* where,
+                        bool relu_first = false);
 
 }  // namespace gl::kernels
