@@ -38,6 +38,10 @@ std::vector<Shape> shapes() {
     s.push_back({"fc2_forward", 64, 10, 128, false, true});
     s.push_back({"fc2_grad_input", 64, 128, 10, false, false});
     s.push_back({"fc2_grad_weight", 10, 128, 64, true, false});
+    // The CNN's first fully connected layer (3136 -> 128, batch 64), the same three GEMMs.
+    s.push_back({"cnn_fc1_forward", 64, 128, 3136, false, true});
+    s.push_back({"cnn_fc1_grad_input", 64, 3136, 128, false, false});
+    s.push_back({"cnn_fc1_grad_weight", 128, 3136, 64, true, false});
     return s;
 }
 
