@@ -126,14 +126,15 @@ TEST(GemmSmall, MatchesNaiveOnSkinnyShapesWithEveryTranspose) {
                 }
 }
 
-// Version 7 runs version 6's tiles on column stripes between 2^20 and 2^24 multiply-adds:
-// check it on SimpleNet's first-layer shapes and on odd ones in that range (stripe
+// Version 7 runs version 6's tiles on column stripes between 2^20 and 2^25 multiply-adds:
+// check it on SimpleNet's first-layer shapes, the CNN's fully connected layer's data
+// gradient, and on odd ones in that range (stripe
 // boundaries inside a tile, N not a multiple of 16, M not a multiple of 8), with all
 // four transposes, padded rows, and 1, 2 and 3 threads.
 TEST(GemmMedium, MatchesNaiveOnOddShapesWithEveryTransposeAndThreadCount) {
     const kernels::GemmKernel& medium = kernels::find_gemm("medium");
     const kernels::GemmKernel& naive = kernels::find_gemm("naive");
-    const std::int64_t shapes[][3] = {{64, 128, 784}, {128, 784, 64}, {61, 333, 97}, {257, 41, 150}, {9, 1001, 129}};
+    const std::int64_t shapes[][3] = {{64, 128, 784}, {128, 784, 64}, {64, 3136, 128}, {61, 333, 97}, {257, 41, 150}, {9, 1001, 129}};
     const int before = get_num_threads();
     for (int threads : {1, 2, 3}) {
         set_num_threads(threads);

@@ -27,9 +27,13 @@ namespace gl::kernels {
 namespace {
 
 // The limits of the range, in multiply-adds (see the top of the file). 2^20: version
-// 6's bound; 2^24: a 256^3 problem, whose 64 x 256 stripes of B still sit in L2.
+// 6's bound. 2^25: above the CNN's fully connected layer (3136 -> 128 at batch 64, 2^24.6
+// multiply-adds in each of its three GEMMs), whose stripes of B (up to 800 KiB a thread)
+// still sit in L2: as stripes its GEMMs ran 1.1-1.4x faster than as version 5's packed
+// blocks (bench_gemm's cnn_fc1 shapes, 2 threads, two alternating rounds; the bound was
+// 2^24 before, a 256^3 problem).
 constexpr double kSmallWork = 1 << 20;
-constexpr double kMediumWork = 1 << 24;
+constexpr double kMediumWork = 1 << 25;
 constexpr double kMinWorkPerThread = 1 << 19;
 
 constexpr std::int64_t kColumnsPerUnit = 16;  // one vector: stripes never split a vector
