@@ -58,6 +58,19 @@ struct MaxPoolBackward final : Node {
             // pass over dx, on both cores, while the plane is in cache; zeros() would
             // clear all of dx first, on one thread).
             const std::int64_t planes = input_shape[0] * input_shape[1];  // N C, in dx and in g
+            // 2 x 2 windows of float32 in AVX-512 registers: every input written once (0.49 ->
+            // 0.28 ms per step for the CNN's two poolings, ReLU's included, against
+            // clearing each plane and adding each gradient at its index, below).
+            if constexpr (std::is_same_v<T, float>) {
+                if (dims.kernel == 2 && dims.stride == 2 && dims.pad == 0 && kernels::has_max_pool_2x2()) {
+                    parallel_for(planes, 16, [&](std::int64_t first, std::int64_t last) {
+                        for (std::int64_t p = first; p < last; ++p)
+                            kernels::max_pool_2x2_plane_backward(gy + p * plane_out, where + p * plane_out, input_shape[2],
+                                                                 input_shape[3], gx + p * plane_in);
+                    });
+                    return;
+                }
+            }
             parallel_for(planes, 16, [&](std::int64_t first, std::int64_t last) {
                 for (std::int64_t p = first; p < last; ++p) {
                     T* plane = gx + p * plane_in;

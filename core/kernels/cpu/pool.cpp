@@ -103,6 +103,34 @@ __attribute__((target("avx512f"))) void forward_row(const float* top, std::int64
     }
 }
 
+// Input rows 2p and 2p + 1 (top, and top + W) of the gradient from output row p: each
+// input gets its window's gradient if it is where the window's maximum was, else 0, so
+// every input is written once (no clearing pass, no scatter). where < 0 matches no tap.
+__attribute__((target("avx512f"))) void backward_row(const float* gy, const std::int32_t* where, std::int64_t W,
+                                                     std::int64_t Q, std::int64_t row_start, float* top) {
+    const __m512i twice_lane = even_lanes();
+    const __m512i down = _mm512_set1_epi32(static_cast<std::int32_t>(W));
+    // Lane pairs (left tap, right tap) of outputs 0-7, then of outputs 8-15.
+    const __m512i first_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second_half = _mm512_add_epi32(first_half, _mm512_set1_epi32(8));
+    for (std::int64_t q0 = 0; q0 < Q; q0 += kOutputsPerPass) {
+        const std::int64_t outputs = std::min(kOutputsPerPass, Q - q0);
+        const __mmask16 valid = first_lanes(outputs);
+        const __m512 g = _mm512_maskz_loadu_ps(valid, gy + q0);
+        const __m512i at = _mm512_maskz_loadu_epi32(valid, where + q0);
+        const __m512i top_left = _mm512_add_epi32(_mm512_set1_epi32(static_cast<std::int32_t>(row_start + 2 * q0)), twice_lane);
+        for (int r = 0; r < 2; ++r) {  // the window's top row, then its bottom row
+            const __m512i left_at = r == 0 ? top_left : _mm512_add_epi32(top_left, down);
+            const __m512i right_at = _mm512_add_epi32(left_at, _mm512_set1_epi32(1));
+            const __m512 left = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, left_at), g);
+            const __m512 right = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, right_at), g);
+            float* row = top + r * W + 2 * q0;
+            _mm512_mask_storeu_ps(row, first_lanes(2 * outputs), _mm512_permutex2var_ps(left, first_half, right));
+            if (outputs > 8) _mm512_mask_storeu_ps(row + 16, first_lanes(2 * outputs - 16), _mm512_permutex2var_ps(left, second_half, right));
+        }
+    }
+}
+
 }  // namespace
 
 bool has_max_pool_2x2() {
@@ -115,6 +143,16 @@ void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* 
     const std::int64_t P = H / 2, Q = W / 2;
     for (std::int64_t p = 0; p < P; ++p)
         forward_row(in + 2 * p * W, W, Q, 2 * p * W, out + p * Q, where + p * Q, relu_first);
+}
+
+void max_pool_2x2_plane_backward(const float* gy, const std::int32_t* where, std::int64_t H, std::int64_t W, float* dx) {
+    const std::int64_t P = H / 2, Q = W / 2;
+    for (std::int64_t p = 0; p < P; ++p) {
+        float* top = dx + 2 * p * W;
+        backward_row(gy + p * Q, where + p * Q, W, Q, 2 * p * W, top);
+        if (W % 2 != 0) top[W - 1] = top[2 * W - 1] = 0.0f;  // the odd last column: in no window
+    }
+    if (H % 2 != 0) std::fill(dx + (H - 1) * W, dx + H * W, 0.0f);  // the odd last row
 }
 
 }  // namespace gl::kernels

@@ -1,9 +1,8 @@
 /// @file
 /// @brief Max pooling's most common window, 2 x 2 with stride 2 and no padding, on float32
 /// planes, in AVX-512 registers: each output the largest of its four taps, and where it
-/// is, 16 outputs of a row per pass. (The backward stays in ops/pool.cpp: clearing a
-/// plane and adding each gradient at its index measured as fast as a vector pass that
-/// writes every input once.)
+/// is, 16 outputs of a row per pass; and the backward, which writes each input's gradient
+/// once (its window's gradient where the maximum was, 0 elsewhere).
 ///
 /// Owns: the vector loops over one plane. The rules are those of ops/pool.cpp's loops:
 /// the four taps are compared in the order top-left, top-right, bottom-left,
@@ -30,5 +29,10 @@ bool has_max_pool_2x2();
 /// stop its gradient, so the pooling's backward skips it).
 void max_pool_2x2_plane(const float* in, std::int64_t H, std::int64_t W, float* out, std::int32_t* where,
                         bool relu_first = false);
+
+/// The backward of max_pool_2x2_plane: dx (H x W) gets gy (P x Q) at each window's
+/// maximum, where[i] (an index into the plane, or -1 for none), and 0 everywhere else,
+/// every element written once. Needs has_max_pool_2x2().
+void max_pool_2x2_plane_backward(const float* gy, const std::int32_t* where, std::int64_t H, std::int64_t W, float* dx);
 
 }  // namespace gl::kernels
