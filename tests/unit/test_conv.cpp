@@ -14,6 +14,7 @@
 #include "nn/conv_layers.hpp"
 #include "ops/conv.hpp"
 #include "ops/ops.hpp"
+#include "parallel/thread_pool.hpp"
 #include "testkit/conv_problems.hpp"
 
 namespace gl {
@@ -126,6 +127,39 @@ TEST(Conv, GradcheckOfEveryAlgorithmInFloat64) {
             EXPECT_TRUE(r.ok) << r.message;
             EXPECT_GT(r.checked, 0);
         }
+}
+
+TEST(Conv, BiasIsOneAddPerOutputAndItsGradientIgnoresTheThreadCount) {
+    // im2col and implicit_gemm add the bias inside their loops (each image's block while it
+    // is in cache), the others in a pass after: for every algorithm, on 1 and 3 threads (3
+    // > the batch of 2 sends im2col down its chunked path), conv2d with a bias must be the
+    // same bits as conv2d without one plus the bias, one add per output element. The bias
+    // gradient (plane sums in double, added in image order) must be the same bits on
+    // every thread count, and match a float64 sum.
+    const kc::ConvGeometry g = geom(2, 4, 7, 9, 6, 3, 3, 1, 1, 1, 2);
+    Rng rng(21);
+    const Tensor x = randn({g.batch, g.in_channels, g.in_h, g.in_w}, rng);
+    const Tensor w = randn({g.out_channels, g.group_in(), g.kernel_h, g.kernel_w}, rng);
+    const Tensor r = randn({g.batch, g.out_channels, g.out_h(), g.out_w()}, rng);
+    const int before = get_num_threads();
+    for (const kc::ConvAlgorithm& a : kc::conv_algorithms()) {
+        if (!kc::why_unsupported(a.algo, g).empty()) continue;
+        std::vector<std::vector<float>> bias_grads;
+        for (const int threads : {1, 3}) {
+            SCOPED_TRACE(a.name + ", " + std::to_string(threads) + " threads");
+            set_num_threads(threads);
+            Tensor b = randn({g.out_channels}, *std::make_unique<Rng>(22)).set_requires_grad();
+            const Tensor with = conv2d(x, w, b, options_of(g, a.name));
+            const Tensor without = conv2d(x, w, Tensor(), options_of(g, a.name));
+            EXPECT_EQ(with.to_vector<float>(), (without + reshape(b.detach(), {g.out_channels, 1, 1})).to_vector<float>());
+            sum(mul(with, r)).backward();
+            bias_grads.push_back(b.grad().to_vector<float>());
+            const std::vector<double> want = sum(to_dtype(r, DType::Float64), {0, 2, 3}).to_vector<double>();
+            for (std::int64_t k = 0; k < g.out_channels; ++k) EXPECT_NEAR(bias_grads.back()[k], want[k], 1e-5) << "filter " << k;
+        }
+        EXPECT_EQ(bias_grads[1], bias_grads[0]) << a.name;
+    }
+    set_num_threads(before);
 }
 
 TEST(Conv, OpChecksItsInputs) {

@@ -144,7 +144,7 @@ void col2im(const ConvGeometry& g, const T* col, std::int64_t group, std::int64_
 }
 
 template <class T>
-void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
+void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias) {
     const std::int64_t PQ = g.out_h() * g.out_w(), Kg = g.group_out();
     const std::int64_t CRS = g.group_in() * g.kernel_h * g.kernel_w;  // rows of col
     if (one_image_per_thread(g)) {
@@ -153,7 +153,11 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
             for (std::int64_t n = begin; n < end; ++n)
                 for (std::int64_t group = 0; group < g.groups; ++group) {
                     im2col(g, x, group, n, 1, col.data());
-                    matmul(false, false, Kg, PQ, CRS, w + group * Kg * CRS, col.data(), y + output_block(g, n, group));
+                    T* block = y + output_block(g, n, group);
+                    matmul(false, false, Kg, PQ, CRS, w + group * Kg * CRS, col.data(), block);
+                    // The bias while the block is in cache (here the calling thread's share runs
+                    // inline: add_plane_bias starts no threads inside a parallel region).
+                    if (bias) add_plane_bias(block, bias + group * Kg, Kg, Kg, PQ);
                 }
         });
         return;
@@ -168,6 +172,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
             matmul(false, false, Kg, count * PQ, CRS, w + group * Kg * CRS, col.data(), out.data());
             scatter_output(g, out.data(), group, n0, count, y);
         }
+        if (bias) add_plane_bias(y + n0 * g.out_channels * PQ, bias, count * g.out_channels, g.out_channels, PQ);
     }
 }
 
@@ -247,7 +252,7 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
 #define GL_CONV_IM2COL_INSTANTIATE(T)                                                                        \
     template void im2col<T>(const ConvGeometry&, const T*, std::int64_t, std::int64_t, std::int64_t, T*);    \
     template void col2im<T>(const ConvGeometry&, const T*, std::int64_t, std::int64_t, std::int64_t, T*);    \
-    template void forward<T>(const ConvGeometry&, const T*, const T*, T*);                                  \
+    template void forward<T>(const ConvGeometry&, const T*, const T*, T*, const T*);                        \
     template void backward_data<T>(const ConvGeometry&, const T*, const T*, T*);                            \
     template void backward_weight<T>(const ConvGeometry&, const T*, const T*, T*);
 GL_CONV_IM2COL_INSTANTIATE(float)

@@ -213,7 +213,7 @@ struct Scratch {
 // CNN's layers, megabytes for a layer of hundreds of channels on a 56 x 56 grid.
 template <class T>
 void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
-                   AlignedVector<T>& out) {
+                   AlignedVector<T>& out, const T* bias = nullptr) {
     const int nv = vectors_per_tile(gr.positions());
     const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width);
     const std::int64_t filters = round_up(gr.filters, kFilters);
@@ -226,8 +226,13 @@ void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* pack
             if (nv == 2) tile<T, 2>(taps, panel, off, xp + j, o, ldo);
             if (nv == 1) tile<T, 1>(taps, panel, off, xp + j, o, ldo);
         }
-    for (std::int64_t f = 0; f < gr.filters; ++f)  // drop the grid's extra columns
-        for (std::int64_t p = 0; p < gr.P; ++p) std::copy_n(out.data() + f * ldo + p * gr.wp, gr.Q, y + (f * gr.P + p) * gr.Q);
+    for (std::int64_t f = 0; f < gr.filters; ++f)  // drop the grid's extra columns, add the bias
+        for (std::int64_t p = 0; p < gr.P; ++p) {
+            const T* from = out.data() + f * ldo + p * gr.wp;
+            T* to = y + (f * gr.P + p) * gr.Q;
+            if (bias) std::transform(from, from + gr.Q, to, [b = bias[f]](T v) { return v + b; });
+            else std::copy_n(from, gr.Q, to);
+        }
     count_multiplies(filters * ldo * taps);
 }
 
@@ -370,7 +375,7 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
 }  // namespace
 
 template <class T>
-void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
+void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias) {
     const Grid gr = forward_grid(g);
     const std::int64_t Kg = g.group_out(), taps = gr.taps(), H = g.in_h, W = g.in_w;
     const std::vector<std::int64_t> off = gr.tap_offsets();
@@ -385,7 +390,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(x + block(n, group, g.in_channels, gr.channels, H * W), gr.channels, H, W, gr, g.pad_h, g.pad_w, s.padded.data());
             convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
-                          y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out);
+                          y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out, bias ? bias + group * Kg : nullptr);
         }
     });
 }
@@ -466,7 +471,7 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
 }
 
 #define GL_CONV_IMPLICIT_INSTANTIATE(T)                                                \
-    template void forward<T>(const ConvGeometry&, const T*, const T*, T*);            \
+    template void forward<T>(const ConvGeometry&, const T*, const T*, T*, const T*);  \
     template void backward_data<T>(const ConvGeometry&, const T*, const T*, T*);      \
     template void backward_weight<T>(const ConvGeometry&, const T*, const T*, T*);
 GL_CONV_IMPLICIT_INSTANTIATE(float)

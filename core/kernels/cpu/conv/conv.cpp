@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <sstream>
+#include <type_traits>
 
 #include "base/error.hpp"
+#include "kernels/cpu/elementwise.hpp"
+#include "parallel/thread_pool.hpp"
 #include "kernels/cpu/conv/fftw.hpp"
 
 namespace gl::kernels::conv {
@@ -103,17 +106,32 @@ void require_supported(ConvAlgo algo, const ConvGeometry& g) {
 }  // namespace
 
 template <class T>
-void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y) {
-    require_supported(algo, g);
-    switch (algo) {
-        case ConvAlgo::Direct: return direct::forward(g, x, w, y);
-        case ConvAlgo::Im2col: return im2col::forward(g, x, w, y);
-        case ConvAlgo::WinogradF2: return winograd::forward(2, g, x, w, y);
-        case ConvAlgo::WinogradF4: return winograd::forward(4, g, x, w, y);
-        case ConvAlgo::Fft: return fft::forward(fft::FftBackend::Ours, g, x, w, y);
-        case ConvAlgo::FftFftw: return fft::forward(fft::FftBackend::Fftw, g, x, w, y);
-        case ConvAlgo::ImplicitGemm: return implicit_gemm::forward(g, x, w, y);
+void add_plane_bias(T* y, const T* bias, std::int64_t planes, std::int64_t channels, std::int64_t plane) {
+    if constexpr (std::is_same_v<T, float>) {
+        kernels::add_channel_bias(y, bias, planes / channels, channels, plane);
+    } else {
+        parallel_for(planes, 8, [&](std::int64_t first, std::int64_t last) {
+            for (std::int64_t i = first; i < last; ++i) {
+                const T b = bias[i % channels];
+                for (std::int64_t j = 0; j < plane; ++j) y[i * plane + j] += b;
+            }
+        });
     }
+}
+
+template <class T>
+void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias) {
+    require_supported(algo, g);
+    switch (algo) {  // the two that add the bias themselves
+        case ConvAlgo::Im2col: return im2col::forward(g, x, w, y, bias);
+        case ConvAlgo::ImplicitGemm: return implicit_gemm::forward(g, x, w, y, bias);
+        case ConvAlgo::Direct: direct::forward(g, x, w, y); break;
+        case ConvAlgo::WinogradF2: winograd::forward(2, g, x, w, y); break;
+        case ConvAlgo::WinogradF4: winograd::forward(4, g, x, w, y); break;
+        case ConvAlgo::Fft: fft::forward(fft::FftBackend::Ours, g, x, w, y); break;
+        case ConvAlgo::FftFftw: fft::forward(fft::FftBackend::Fftw, g, x, w, y); break;
+    }
+    if (bias) add_plane_bias(y, bias, g.batch * g.out_channels, g.out_channels, g.out_h() * g.out_w());
 }
 
 template <class T>
@@ -144,8 +162,10 @@ void backward_weight(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* 
     }
 }
 
-template void forward<float>(ConvAlgo, const ConvGeometry&, const float*, const float*, float*);
-template void forward<double>(ConvAlgo, const ConvGeometry&, const double*, const double*, double*);
+template void forward<float>(ConvAlgo, const ConvGeometry&, const float*, const float*, float*, const float*);
+template void forward<double>(ConvAlgo, const ConvGeometry&, const double*, const double*, double*, const double*);
+template void add_plane_bias<float>(float*, const float*, std::int64_t, std::int64_t, std::int64_t);
+template void add_plane_bias<double>(double*, const double*, std::int64_t, std::int64_t, std::int64_t);
 template void backward_data<float>(ConvAlgo, const ConvGeometry&, const float*, const float*, float*);
 template void backward_data<double>(ConvAlgo, const ConvGeometry&, const double*, const double*, double*);
 template void backward_weight<float>(ConvAlgo, const ConvGeometry&, const float*, const float*, float*);

@@ -88,9 +88,16 @@ const ConvAlgorithm& conv_algorithm(ConvAlgo algo);
 /// and dilation 1; fft_fftw needs a build with FFTW.
 std::string why_unsupported(ConvAlgo algo, const ConvGeometry& g);
 
-/// y = conv(x, w) by @p algo. Throws if @p algo does not support @p g.
+/// y = conv(x, w) by @p algo, plus bias[k] on every output plane of filter k when @p bias
+/// is not null. im2col and implicit_gemm add the bias while each image's output is still
+/// in cache; the others in one pass over y afterwards (the same sums either way: one add
+/// per element). Throws if @p algo does not support @p g.
 template <class T>
-void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y);
+void forward(ConvAlgo algo, const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias = nullptr);
+/// y[k-th plane of each of @p planes / channels images] += bias[k]: @p planes planes of
+/// @p plane values, plane i taking bias[i % channels] (vectorised for float32).
+template <class T>
+void add_plane_bias(T* y, const T* bias, std::int64_t planes, std::int64_t channels, std::int64_t plane);
 /// dx = dL/dx given dy = dL/dy.
 template <class T>
 void backward_data(ConvAlgo algo, const ConvGeometry& g, const T* dy, const T* w, T* dx);
@@ -125,7 +132,7 @@ void im2col(const ConvGeometry& g, const T* x, std::int64_t group, std::int64_t 
 /// was copied from (positions in the padding are dropped). @p dx is accumulated into.
 template <class T>
 void col2im(const ConvGeometry& g, const T* col, std::int64_t group, std::int64_t n0, std::int64_t count, T* dx);
-template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y);  ///< y = conv(x, w)
+template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias = nullptr);  ///< y = conv(x, w) (+ bias)
 template <class T> void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
 template <class T> void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
 }  // namespace im2col
@@ -154,7 +161,7 @@ template <class T> void backward_weight(FftBackend b, const ConvGeometry& g, con
 }  // namespace fft
 /// 5. Implicit GEMM on the padded grid.
 namespace implicit_gemm {
-template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y);  ///< y = conv(x, w)
+template <class T> void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias = nullptr);  ///< y = conv(x, w) (+ bias)
 template <class T> void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx);  ///< dx
 template <class T> void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw);  ///< dw
 }  // namespace implicit_gemm
