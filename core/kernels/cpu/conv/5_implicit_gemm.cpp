@@ -29,9 +29,11 @@
 //    channels and filters swapped, so it runs the forward loop; with a stride, each phase
 //    of dx receives from its own taps only (those with r dilation = its row's phase mod
 //    the stride), each a stride-1 convolution of dy over those taps;
-//  - the weight gradient dW [k, tap] = sum over j of dy_grid [k, j] xp [tap's offset + j]
-//    is a dot product of two contiguous runs per (filter, tap): a tile of 4 filters x 6
-//    taps of dot products, vectorised along j and carried across a chunk of images.
+//  - the weight gradient dW [k, tap] = sum over output positions (p, q) of
+//    dy [k, p, q] xp [tap's offset + p Wp + q]: with dy transposed to one row of filters
+//    per position, an outer product per position, a vector of 16 or 32 filters times a
+//    broadcast value of xp for each of 24 or 12 taps, summed in registers over an image's
+//    positions (only the real P x Q, none of the grid's extra columns).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -39,6 +41,7 @@
 
 #include "base/aligned_vector.hpp"
 #include "kernels/cpu/conv/conv.hpp"
+#include "kernels/cpu/sgemm/packed.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 
@@ -57,8 +60,7 @@ namespace gl::kernels::conv::implicit_gemm {
 namespace {
 
 constexpr int kFilters = 8;      // filters per forward register tile
-constexpr int kDotFilters = 4;   // filters per weight-gradient tile
-constexpr int kDotTaps = 6;      // taps per weight-gradient tile
+constexpr int kGradAccumulators = 24;  // vector registers of a weight-gradient tile (taps x filter vectors)
 constexpr int kVector = 16;      // floats per AVX-512 register: grid positions per step
 constexpr std::int64_t kSlack = 64;  // zeros after the padded image: a tile reads up to 47 positions past the outputs
 
@@ -191,12 +193,12 @@ int vectors_per_tile(std::int64_t positions) {
 }
 
 // Per-thread scratch, reused from call to call.
-// Cache-line aligned (base/aligned_vector.hpp): the weight gradient's dot products read
-// a vector of each operand per FMA, and on a misaligned buffer every one of those loads
-// would straddle two lines.
+// Cache-line aligned (base/aligned_vector.hpp): the tiles load and store whole vectors
+// of these (the weight gradient's rows of filters, the forward's result rows), and on a
+// misaligned buffer every such access would straddle two lines.
 template <class T>
 struct Scratch {
-    AlignedVector<T> padded, out, grid_dy, dw;
+    AlignedVector<T> padded, out, grid_dy, dw;  // grid_dy: dy on the grid, or transposed (weight gradient)
     static Scratch& get() {
         thread_local Scratch s;
         return s;
@@ -236,63 +238,82 @@ void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* pack
     count_multiplies(filters * ldo * taps);
 }
 
-// ---- the weight gradient's tile: 4 x 6 dot products of runs of dy_grid and xp ----------
+// ---- the weight gradient's tile: taps x filters, an outer product per position ------
 
-// The operands of the weight gradient's tiles for a chunk of images: image i's grid of dy
-// rows at dy + i dy_image (row k at k ld), its padded planes at x + i x_image. The dot
-// products run over every image of the chunk before their vectors are summed across lanes
-// (one horizontal sum per tile per chunk, not per image: on a 7x7 plane an image is only
-// 4 vectors long).
+// The operands of one image for the weight gradient's tiles: dyt [P Q, ld] (position p Q + q
+// holds its filters' gradients, from the tile's first filter on), xp the image's padded
+// planes on the grid of width wp.
 template <class T>
-struct DotOperands {
-    std::int64_t images, length, ld, dy_image, x_image;
-    const T* dy;
-    const T* x;
+struct GradOperands {
+    std::int64_t P, Q, wp, ld;
+    const T* dyt;
+    const T* xp;
 };
 
-template <class T>
-void dot_tile_portable(const DotOperands<T>& d, const std::int64_t* off, T* out) {
-    T acc[kDotFilters][kDotTaps] = {};
-    for (std::int64_t n = 0; n < d.images; ++n)
-        for (int i = 0; i < kDotFilters; ++i)
-            for (int t = 0; t < kDotTaps; ++t) {
-                const T* dy = d.dy + n * d.dy_image + i * d.ld;
-                const T* x = d.x + n * d.x_image + off[t];
-                for (std::int64_t j = 0; j < d.length; ++j) acc[i][t] += dy[j] * x[j];
-            }
-    for (int i = 0; i < kDotFilters; ++i)
-        for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = acc[i][t];
+// partial [t, f] (row stride d.ld) += sum over the image's positions of
+// xp [off[t] + p wp + q] dyt [p Q + q, f], for TAPS taps and NV x 16 filters.
+template <class T, int NV>
+void grad_tile_portable(const GradOperands<T>& d, const std::int64_t* off, T* partial) {
+    constexpr int TAPS = kGradAccumulators / NV, F = NV * kVector;
+    T acc[TAPS][F] = {};
+    for (std::int64_t p = 0; p < d.P; ++p)
+        for (std::int64_t q = 0; q < d.Q; ++q) {
+            const T* dy = d.dyt + (p * d.Q + q) * d.ld;
+            const T* x = d.xp + p * d.wp + q;
+            for (int t = 0; t < TAPS; ++t)
+                for (int f = 0; f < F; ++f) acc[t][f] += x[off[t]] * dy[f];
+        }
+    for (int t = 0; t < TAPS; ++t)
+        for (int f = 0; f < F; ++f) partial[t * d.ld + f] += acc[t][f];
 }
 
 #if GL_X86
-__attribute__((target("avx512f"))) void dot_tile_avx512(const DotOperands<float>& d, const std::int64_t* off, float* out) {
-    __m512 acc[kDotFilters][kDotTaps];
+template <int NV>
+__attribute__((target("avx512f"))) void grad_tile_avx512(const GradOperands<float>& d, const std::int64_t* off,
+                                                          float* partial) {
+    constexpr int TAPS = kGradAccumulators / NV;
+    __m512 acc[TAPS][NV];
     for (auto& row : acc)
         for (auto& v : row) v = _mm512_setzero_ps();
-    for (std::int64_t n = 0; n < d.images; ++n) {
-        const float* dy = d.dy + n * d.dy_image;
-        const float* x = d.x + n * d.x_image;
-        for (std::int64_t j = 0; j < d.length; j += kVector) {  // length is a multiple of 16
-            __m512 dv[kDotFilters];
-            for (int i = 0; i < kDotFilters; ++i) dv[i] = _mm512_loadu_ps(dy + i * d.ld + j);
-            for (int t = 0; t < kDotTaps; ++t) {
-                const __m512 xv = _mm512_loadu_ps(x + off[t] + j);
-                for (int i = 0; i < kDotFilters; ++i) acc[i][t] = _mm512_fmadd_ps(dv[i], xv, acc[i][t]);
+    for (std::int64_t p = 0; p < d.P; ++p)
+        for (std::int64_t q = 0; q < d.Q; ++q) {
+            const float* dy = d.dyt + (p * d.Q + q) * d.ld;
+            const float* x = d.xp + p * d.wp + q;
+            __m512 dv[NV];
+            for (int v = 0; v < NV; ++v) dv[v] = _mm512_load_ps(dy + v * kVector);
+            for (int t = 0; t < TAPS; ++t) {
+                const __m512 xv = _mm512_set1_ps(x[off[t]]);
+                for (int v = 0; v < NV; ++v) acc[t][v] = _mm512_fmadd_ps(xv, dv[v], acc[t][v]);
             }
         }
-    }
-    for (int i = 0; i < kDotFilters; ++i)
-        for (int t = 0; t < kDotTaps; ++t) out[i * kDotTaps + t] = _mm512_reduce_add_ps(acc[i][t]);
+    for (int t = 0; t < TAPS; ++t)
+        for (int v = 0; v < NV; ++v) {
+            float* out = partial + t * d.ld + v * kVector;
+            _mm512_store_ps(out, _mm512_add_ps(_mm512_load_ps(out), acc[t][v]));
+        }
 }
 #endif
 
-template <class T>
-void dot_tile(const DotOperands<T>& d, const std::int64_t* off, T* out) {
+template <class T, int NV>
+void grad_tile(const GradOperands<T>& d, const std::int64_t* off, T* partial) {
 #if GL_X86
     if constexpr (std::is_same_v<T, float>)
-        if (use_avx512()) return dot_tile_avx512(d, off, out);
+        if (use_avx512()) return grad_tile_avx512<NV>(d, off, partial);
 #endif
-    dot_tile_portable(d, off, out);
+    grad_tile_portable<T, NV>(d, off, partial);
+}
+
+// dyt [j, f] = dy [f, j] for j < positions and f < filters, 0 for filters <= f < ld: one
+// image's output gradient, a row of filters per position (float32 in 16 x 16 blocks in
+// registers, the GEMM's packing transpose).
+template <class T>
+void transpose_filters(const T* dy, std::int64_t filters, std::int64_t positions, std::int64_t ld, T* dyt) {
+    if constexpr (std::is_same_v<T, float>) {
+        packed::transpose_into_sliver(dy, positions, filters, positions, static_cast<int>(ld), dyt);
+    } else {
+        for (std::int64_t j = 0; j < positions; ++j)
+            for (std::int64_t f = 0; f < ld; ++f) dyt[j * ld + f] = f < filters ? dy[f * positions + j] : T(0);
+    }
 }
 
 // The forward grid of g: the input padded by pad on every side, in stride x stride phases.
@@ -425,13 +446,14 @@ template <class T>
 void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     const Grid gr = forward_grid(g);
     const std::int64_t Kg = g.group_out(), taps = gr.taps(), P = gr.P, Q = gr.Q;
-    const std::int64_t length = round_up(gr.positions(), kVector);  // dy_grid's rows, zeros past the outputs
-    const std::int64_t filters = round_up(Kg, kDotFilters), tap_tiles = round_up(taps, kDotTaps);
-    // Each image's operands start on a cache line (as the buffers do), so the taps whose
-    // runs start on a multiple of 16 floats load whole lines.
-    const std::int64_t x_image = round_up(gr.padded_size(), kVector), dy_image = filters * length;
-    constexpr std::int64_t kChunk = 8;  // images whose operands are laid out together (~1 MB for the CNN's conv2)
-    const std::vector<std::int64_t> off = gr.tap_offsets(kDotTaps);  // the extra taps read xp[j] and are dropped
+    // Filters per tile: one vector of 16 when there are no more (24 taps a tile), else two
+    // (12 taps); the filters padded to the tile, the taps too (the extra taps read xp[j]
+    // and are dropped).
+    const int nv = Kg <= kVector ? 1 : 2;
+    const std::int64_t tile_filters = nv * kVector, tile_taps = kGradAccumulators / nv;
+    const std::int64_t ld = round_up(Kg, tile_filters);
+    const std::vector<std::int64_t> off = gr.tap_offsets(tile_taps);
+    const std::int64_t padded_taps = static_cast<std::int64_t>(off.size());
     const int threads = get_num_threads();
     // Every image adds to all of dw: each thread sums its images into its own copy.
     std::vector<std::vector<T>> sums(static_cast<std::size_t>(threads), std::vector<T>(static_cast<std::size_t>(g.weight_size()), T(0)));
@@ -439,31 +461,26 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
         Scratch<T>& s = Scratch<T>::get();
         T* sum = sums[static_cast<std::size_t>(thread)].data();
         const std::int64_t first = g.batch * thread / threads, last = g.batch * (thread + 1) / threads;
-        for (std::int64_t group = 0; group < g.groups; ++group)
-            for (std::int64_t n0 = first; n0 < last; n0 += kChunk) {
-                const std::int64_t count = std::min(kChunk, last - n0);
-                s.padded.resize(static_cast<std::size_t>(count * x_image));
-                s.grid_dy.assign(static_cast<std::size_t>(count * dy_image), T(0));
-                for (std::int64_t i = 0; i < count; ++i) {
-                    const std::int64_t n = n0 + i;
-                    copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w,
-                                gr, g.pad_h, g.pad_w, s.padded.data() + i * x_image);
-                    const T* dy_block = dy + block(n, group, g.out_channels, Kg, P * Q);
-                    T* grid = s.grid_dy.data() + i * dy_image;
-                    for (std::int64_t k = 0; k < Kg; ++k)  // dy on the grid: row p at p Wp, zeros between rows
-                        for (std::int64_t p = 0; p < P; ++p) std::copy_n(dy_block + (k * P + p) * Q, Q, grid + k * length + p * gr.wp);
-                }
-                T tile[kDotFilters * kDotTaps];
-                for (std::int64_t k0 = 0; k0 < filters; k0 += kDotFilters)
-                    for (std::int64_t t0 = 0; t0 < tap_tiles; t0 += kDotTaps) {
-                        const DotOperands<T> d{count, length, length, dy_image, x_image, s.grid_dy.data() + k0 * length, s.padded.data()};
-                        dot_tile(d, off.data() + t0, tile);
-                        for (std::int64_t i = 0; i < std::min<std::int64_t>(kDotFilters, Kg - k0); ++i)
-                            for (std::int64_t t = 0; t < std::min<std::int64_t>(kDotTaps, taps - t0); ++t)
-                                sum[(group * Kg + k0 + i) * taps + t0 + t] += tile[i * kDotTaps + t];
+        s.padded.resize(static_cast<std::size_t>(gr.padded_size()));
+        s.grid_dy.resize(static_cast<std::size_t>(P * Q * ld));
+        for (std::int64_t group = 0; group < g.groups; ++group) {
+            s.dw.assign(static_cast<std::size_t>(padded_taps * ld), T(0));  // [tap, filter]: the tiles' layout
+            for (std::int64_t n = first; n < last; ++n) {
+                copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w, gr,
+                            g.pad_h, g.pad_w, s.padded.data());
+                transpose_filters(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P * Q, ld, s.grid_dy.data());
+                for (std::int64_t f0 = 0; f0 < ld; f0 += tile_filters)
+                    for (std::int64_t t0 = 0; t0 < padded_taps; t0 += tile_taps) {
+                        const GradOperands<T> d{P, Q, gr.wp, ld, s.grid_dy.data() + f0, s.padded.data()};
+                        T* partial = s.dw.data() + t0 * ld + f0;
+                        if (nv == 1) grad_tile<T, 1>(d, off.data() + t0, partial);
+                        else grad_tile<T, 2>(d, off.data() + t0, partial);
                     }
-                count_multiplies(count * filters * tap_tiles * length);
+                count_multiplies(ld * padded_taps * P * Q);
             }
+            for (std::int64_t k = 0; k < Kg; ++k)  // back to dw's layout [filter, tap]
+                for (std::int64_t t = 0; t < taps; ++t) sum[(group * Kg + k) * taps + t] += s.dw[static_cast<std::size_t>(t * ld + k)];
+        }
     });
     std::fill(dw, dw + g.weight_size(), T(0));
     for (const auto& sum : sums)
