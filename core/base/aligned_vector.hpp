@@ -20,6 +20,7 @@ namespace gl {
 /// one AVX-512 vector), as gl::cpu_allocator's do.
 template <class T>
 struct CacheLineAllocator {
+    /// The element type, as std::allocator_traits expects.
     using value_type = T;
     /// Bytes to align to.
     static constexpr std::size_t kAlignment = 64;
