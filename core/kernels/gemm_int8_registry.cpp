@@ -13,6 +13,7 @@ const std::vector<Int8GemmKernel>& int8_gemm_kernels() {
     static const std::vector<Int8GemmKernel> kernels = [] {
         std::vector<Int8GemmKernel> all = cpu_int8_gemm_paths();
         if (auto peer = gemm_int8_onednn_kernel()) all.push_back(*peer);
+        if (auto peer = gemm_int8_onednn_matmul_kernel()) all.push_back(*peer);
         return all;
     }();
     return kernels;

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <dnnl.h>
+#include <dnnl.hpp>
+#include <map>
+#include <tuple>
 
 #include "base/error.hpp"
 #include "parallel/thread_pool.hpp"
@@ -63,9 +66,63 @@ void gemm_int8_onednn(const Int8GemmArgs& g) {
                                  std::to_string(static_cast<int>(s)));
 }
 
+// The same product through oneDNN's matmul primitive (what a framework calls: its INT8
+// path runs on the brgemm kernels where the CPU has VNNI, not on dnnl_gemm_u8s8s32), with
+// the operands in their plain layouts and the zero points given at run time. A primitive
+// is generated (JIT) once per shape and strides and kept, as a framework keeps it: only
+// its execution is timed.
+struct MatmulPrimitive {
+    dnnl::matmul primitive;
+    dnnl::memory::desc a, b, c;
+};
+
+const MatmulPrimitive& matmul_for(const dnnl::engine& engine, const Int8GemmArgs& g) {
+    using dt = dnnl::memory::data_type;
+    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+    thread_local std::map<Key, MatmulPrimitive> cache;
+    const Key key{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.trans_b};
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+    const dnnl::memory::desc a({g.M, g.K}, dt::u8, dnnl::memory::dims{g.lda, 1});
+    const dnnl::memory::desc b({g.K, g.N}, dt::s8, g.trans_b ? dnnl::memory::dims{1, g.ldb} : dnnl::memory::dims{g.ldb, 1});
+    const dnnl::memory::desc c({g.M, g.N}, dt::s32, dnnl::memory::dims{g.ldc, 1});
+    dnnl::primitive_attr attr;
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
+    return cache.emplace(key, MatmulPrimitive{dnnl::matmul(pd), a, b, c}).first->second;
+}
+
+void gemm_int8_onednn_matmul(const Int8GemmArgs& g) {
+    check(g.requant == nullptr, "gemm int8_onednn_matmul: the peer writes INT32 only (no fused requantization)");
+    if (g.M == 0 || g.N == 0) return;
+    if (g.K == 0) {  // oneDNN refuses an empty K; the sum is empty
+        for (std::int64_t i = 0; i < g.M; ++i) std::fill(g.C + i * g.ldc, g.C + i * g.ldc + g.N, 0);
+        return;
+    }
+    const UnpinnedScope unpinned;
+    sync_threads();
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const MatmulPrimitive& mm = matmul_for(engine, g);
+    dnnl::stream stream(engine);
+    const dnnl::memory::desc zero_md({1}, dnnl::memory::data_type::s32, dnnl::memory::dims{1});
+    std::int32_t za = g.a_zero_point, zb = g.b_zero_point;
+    mm.primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(mm.a, engine, const_cast<std::uint8_t*>(g.A))},
+                                  {DNNL_ARG_WEIGHTS, dnnl::memory(mm.b, engine, const_cast<std::int8_t*>(g.B))},
+                                  {DNNL_ARG_DST, dnnl::memory(mm.c, engine, g.C)},
+                                  {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(zero_md, engine, &za)},
+                                  {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, dnnl::memory(zero_md, engine, &zb)}});
+    stream.wait();
+}
+
 bool always() { return true; }
 
 }  // namespace
+
+std::optional<Int8GemmKernel> gemm_int8_onednn_matmul_kernel() {
+    return Int8GemmKernel{"int8_onednn_matmul",
+                          "oneDNN's matmul primitive, u8 x s8 -> s32, plain layouts, primitive kept per shape (peer library)",
+                          "", &always, &gemm_int8_onednn_matmul, true};
+}
 
 std::optional<Int8GemmKernel> gemm_int8_onednn_kernel() {
     return Int8GemmKernel{"int8_onednn", "oneDNN dnnl_gemm_u8s8s32, JIT-generated for this CPU (peer library)", "",
@@ -79,6 +136,7 @@ std::optional<GemmKernel> gemm_onednn_kernel() {
 #else
 std::optional<GemmKernel> gemm_onednn_kernel() { return std::nullopt; }
 std::optional<Int8GemmKernel> gemm_int8_onednn_kernel() { return std::nullopt; }
+std::optional<Int8GemmKernel> gemm_int8_onednn_matmul_kernel() { return std::nullopt; }
 #endif
 
 }  // namespace gl::kernels

@@ -29,6 +29,8 @@ std::optional<GemmKernel> gemm_openblas_kernel();
 std::optional<GemmKernel> gemm_onednn_kernel();
 // oneDNN's INT8 GEMM (dnnl_gemm_u8s8s32), the peer of the INT8 family (kernels/gemm_int8.hpp).
 std::optional<Int8GemmKernel> gemm_int8_onednn_kernel();
+// oneDNN's matmul primitive on u8 x s8 -> s32 (brgemm kernels on a VNNI CPU), a second INT8 peer.
+std::optional<Int8GemmKernel> gemm_int8_onednn_matmul_kernel();
 /// @endcond
 
 /// The peer libraries this build found, in the order above: what the GEMM registry lists
