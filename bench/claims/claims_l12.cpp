@@ -76,9 +76,11 @@ std::vector<Int8GemmSpeed> measure_speeds(const Context& ctx, int threads, nlohm
     const int rounds = ctx.quick ? 2 : 3, reps = ctx.quick ? 2 : 3;
     const double min_s = ctx.quick ? 0.0 : 0.3;
     const kernels::Int8GemmKernel& ours = kernels::best_int8_gemm();
-    const kernels::Int8GemmKernel* onednn = nullptr;
+    // oneDNN's two INT8 paths: its GEMM function (dnnl_gemm_u8s8s32) and its matmul
+    // primitive (brgemm kernels); Q-1 judges ours against the faster of the two.
+    std::vector<const kernels::Int8GemmKernel*> onednn;
     for (const auto& k : kernels::int8_gemm_kernels())
-        if (k.peer && k.available()) onednn = &k;
+        if (k.peer && k.available()) onednn.push_back(&k);
     std::vector<std::string> fp32_names;
     for (const auto& k : kernels::gemm_kernels())
         if (k.name == "threaded" || k.name == "openblas" || k.name == "onednn" || k.name == "eigen") fp32_names.push_back(k.name);
@@ -87,14 +89,18 @@ std::vector<Int8GemmSpeed> measure_speeds(const Context& ctx, int threads, nlohm
         for (int round = 0; round < rounds; ++round) {
             runs["int8"].push_back(measure_int8_gops(ours, n, threads, reps, min_s));
             runs["int8_prepacked"].push_back(measure_int8_gops(ours, n, threads, reps, min_s, true));
-            if (onednn) runs["onednn_int8"].push_back(measure_int8_gops(*onednn, n, threads, reps, min_s));
+            for (const auto* peer : onednn) runs[peer->name].push_back(measure_int8_gops(*peer, n, threads, reps, min_s));
             for (const auto& name : fp32_names) runs["fp32_" + name].push_back(measure_gemm_gflops(name, n, threads, min_s));
         }
         Int8GemmSpeed s;
         s.n = n;
         s.int8_gops = median(runs["int8"]);
         s.int8_prepacked_gops = median(runs["int8_prepacked"]);
-        s.onednn_int8_gops = onednn ? median(runs["onednn_int8"]) : 0.0;
+        nlohmann::json peers;
+        for (const auto* peer : onednn) {
+            peers[peer->name] = median(runs[peer->name]);
+            s.onednn_int8_gops = std::max(s.onednn_int8_gops, peers[peer->name].get<double>());
+        }
         nlohmann::json fp32;
         for (const auto& name : fp32_names) {
             fp32[name] = median(runs["fp32_" + name]);
@@ -102,9 +108,10 @@ std::vector<Int8GemmSpeed> measure_speeds(const Context& ctx, int threads, nlohm
         }
         data["gemm"].push_back({{"n", n}, {"threads", threads}, {"rounds", rounds}, {"int8_kernel", ours.name},
                                 {"int8_gops", s.int8_gops}, {"int8_prepacked_gops", s.int8_prepacked_gops},
-                                {"onednn_int8_gops", s.onednn_int8_gops}, {"fp32_gflops", fp32}, {"runs", runs}});
+                                {"onednn_int8_gops", s.onednn_int8_gops}, {"onednn_int8_paths", peers}, {"fp32_gflops", fp32},
+                                {"runs", runs}});
         if (ctx.log) *ctx.log << "   N = " << n << ": INT8 " << fixed(s.int8_gops, 0) << " GOP/s (weights packed once "
-                              << fixed(s.int8_prepacked_gops, 0) << "), oneDNN INT8 " << fixed(s.onednn_int8_gops, 0)
+                              << fixed(s.int8_prepacked_gops, 0) << "), oneDNN INT8 (faster path) " << fixed(s.onednn_int8_gops, 0)
                               << ", best FP32 " << fixed(s.fp32_best_gflops, 0) << "\n";
         speeds.push_back(s);
     }
@@ -251,7 +258,7 @@ Result q1(const Context& ctx) {
         out << "N = " << s.n << " INT8 " << fixed(s.int8_gops, 0) << " GOP/s vs best FP32 " << fixed(s.fp32_best_gflops, 0)
             << " GFLOP/s (" << fixed(s.int8_gops / s.fp32_best_gflops, 2) << "x; weights packed once "
             << fixed(s.int8_prepacked_gops, 0) << " GOP/s, " << fixed(s.int8_prepacked_gops / s.fp32_best_gflops, 2)
-            << "x), oneDNN INT8 "
+            << "x), oneDNN INT8 (the faster of its GEMM and matmul) "
             << fixed(s.onednn_int8_gops, 0) << " (ours " << fixed(s.onednn_int8_gops > 0 ? s.int8_gops / s.onednn_int8_gops : 0, 2)
             << "x); ";
     r.measured = out.str();

@@ -22,7 +22,7 @@ struct Int8GemmSpeed {
     long n = 0;                  ///< square size
     double int8_gops = 0;        ///< our best INT8 kernel, packing B in the call (as the others do)
     double fp32_best_gflops = 0; ///< the best FP32 kernel, ours or a peer's
-    double onednn_int8_gops = 0; ///< oneDNN's INT8 GEMM (0 when not built)
+    double onednn_int8_gops = 0; ///< the faster of oneDNN's INT8 GEMM and matmul (0 when not built)
     double int8_prepacked_gops = 0;  ///< ours with B packed once beforehand (reported, not judged)
 };
 
