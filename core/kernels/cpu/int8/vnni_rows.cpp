@@ -91,7 +91,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel_into_c(
         const __m512i row_term = _mm512_set1_epi32(out.row_terms[r]);
         for (int v = 0; v < kVectors; ++v) {
             const __m512i raw = _mm512_load_si512(tile + r * kNR + 16 * v);
-            _mm512_storeu_si512(out.c + r * out.ldc + 16 * v, _mm512_add_epi32(_mm512_sub_epi32(raw, column_terms[v]), row_term));
+            const __m512i value = _mm512_add_epi32(_mm512_sub_epi32(raw, column_terms[v]), row_term);
+            std::int32_t* to = out.c + r * out.ldc + 16 * v;
+            if (out.stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(to), value);  // a whole line, not read first
+            else _mm512_storeu_si512(to, value);
         }
     }
 }
