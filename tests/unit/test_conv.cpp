@@ -196,19 +196,18 @@ TEST(Conv, WinogradCountsTwoAndAQuarterAndFourTimesFewerMultiplies) {
     }
 }
 
-TEST(Conv, ImplicitGemmCountsTheDroppedGridColumns) {
-    // 16x16 outputs on an 18-wide padded grid (no padding: the grid is the image): each
-    // output row of the forward computes 18 positions and keeps 16; 16 rows of 18 are 6
-    // whole tiles of 48, and 16 filters two whole tiles of 8. The weight gradient sums over
-    // the real 16 x 16 positions only: 16 filters are one vector, 72 taps three tiles of 24.
+TEST(Conv, ImplicitGemmCountsItsPaddedTiles) {
+    // 16x16 outputs of 16 filters (one vector: tiles of 24 positions), 72 taps. The forward
+    // computes the real outputs only, in tiles of 24 positions, the last one padded: 256
+    // positions are 11 tiles, 264. The weight gradient sums over the 256 real positions:
+    // 72 taps are three tiles of 24, exactly the direct count.
     const kc::ConvGeometry g = geom(2, 8, 18, 18, 16, 3, 3, 1, 0, 1, 1);
-    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::Forward) * 16, g.direct_multiplies() * 18);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::Forward) * 256, g.direct_multiplies() * 264);
     EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::BackwardWeight), g.direct_multiplies());
     // A stride splits the image into phases, each a plane of the grid: stride 2 on 18x18
-    // gives 9x9 phase planes and 8x8 outputs, 8 rows of 9 grid positions = 72, which tiles
-    // of 16 cover with the fewest extra (80; tiles of 32 or 48 would need 96).
+    // gives 9x9 phase planes and 8x8 outputs, 64 positions, three tiles of 24 (72).
     const kc::ConvGeometry strided = geom(2, 8, 18, 18, 16, 3, 3, 2, 0, 1, 1);
-    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 80 * 72);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 72 * 72);
 }
 
 TEST(Conv, ImplicitGemmSumsTheWeightGradientOverChunksOfImages) {

@@ -1,21 +1,23 @@
 // 5. Implicit GEMM on a padded grid (stride 1). im2col's col matrix has one row per filter
 // tap (c, r, s), and with stride 1 that row is just the image shifted by (r, s). So copy
-// the image once into a zero-padded buffer xp of Hp x Wp per channel, and compute the
-// output on the same Wp-wide grid (output (p, q) at grid position j = p Wp + q): tap
-// (c, r, s)'s row of col is then the contiguous run
+// the image once into a zero-padded buffer xp of Hp x Wp per channel: output (p, q) reads
+// tap (c, r, s) at
 //
-//   xp + c Hp Wp + r dilation Wp + s dilation + j,
+//   xp [c Hp Wp + r dilation Wp + s dilation + p Wp + q],
 //
-// and the GEMM  Y [K/groups, P Wp] = W [K/groups, (C/groups) R S] x (shifted rows)  reads
-// its right operand in place: no col matrix to write, no packing of it for the GEMM. The
-// price is the Wp - Q grid columns right of each output row, computed and dropped
-// (2 of 30 at 28x28 with padding 1).
+// a fixed offset per tap plus the position's place on the grid, and the GEMM
+// Y [K/groups, P Q] = W [K/groups, (C/groups) R S] x (the shifted image) reads its right
+// operand in place: no col matrix to write, no packing of it for the GEMM.
 //
-// The register tile is 8 filters x NR grid positions (NR = 16, 32 or 48, chosen per shape
-// to waste the fewest positions): 8 NR/16 vector accumulators stay in registers for the
-// whole sum over taps, each tap costing one load of NR values of xp and 8 broadcasts of
-// packed filter values. On AVX-512 the tile is written with intrinsics; elsewhere (and in
-// float64, for gradcheck) the same loops in plain C++.
+// The register tile is a row of filters per output position: 16, 32 or 64 filters (1, 2
+// or 4 vectors, the fewest that cover them) x 24, 12 or 6 positions, 24 accumulators for
+// the whole sum over taps; per tap, the filters' values are vector loads (the filters
+// packed as a row per tap) and each position's value of xp one broadcast. Vectors run
+// along the filters, not the positions, so only the real P x Q outputs are computed (a
+// tile along the grid's rows would also compute the Wp - Q padding columns right of each
+// row, 2 of every 16 on the CNN's 14 x 14 planes), and the tile's rows of filters are
+// transposed into the output planes at the end. On AVX-512 the tile is written with
+// intrinsics; elsewhere (and in float64, for gradcheck) the same loops in plain C++.
 //
 // A stride of 2 (or more) is the same after one more copy: split the padded image into
 // its 2 x 2 phases (even rows and even columns, even rows and odd columns, ...), each a
@@ -59,10 +61,8 @@
 namespace gl::kernels::conv::implicit_gemm {
 namespace {
 
-constexpr int kFilters = 8;      // filters per forward register tile
-constexpr int kGradAccumulators = 24;  // vector registers of a weight-gradient tile (taps x filter vectors)
+constexpr int kTileAccumulators = 24;  // vector registers of a tile (positions or taps x filter vectors)
 constexpr int kVector = 16;      // floats per AVX-512 register: grid positions per step
-constexpr std::int64_t kSlack = 64;  // zeros after the padded image: a tile reads up to 47 positions past the outputs
 
 std::int64_t round_up(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
 
@@ -76,9 +76,8 @@ struct Grid {
     std::int64_t sh = 1, sw = 1;  // stride: phases per plane
     std::int64_t plane() const { return hp * wp; }
     std::int64_t taps() const { return channels * R * S; }
-    std::int64_t positions() const { return P * wp; }  // grid positions of the P output rows
-    // The last tap's run ends (S - 1) dilation past the planes, plus the last tile's overhang.
-    std::int64_t padded_size() const { return channels * sh * sw * plane() + (S - 1) * dw + kSlack; }
+    // The planes, and (S - 1) dilation past them where the last tap of the last row reaches.
+    std::int64_t padded_size() const { return channels * sh * sw * plane() + (S - 1) * dw; }
     // Where tap (c, r, s)'s run starts in xp: the GEMM's right operand, row by row.
     std::vector<std::int64_t> tap_offsets(std::int64_t round_to = 1) const {
         std::vector<std::int64_t> off(static_cast<std::size_t>(round_up(taps(), round_to)), 0);
@@ -124,48 +123,60 @@ void copy_padded(const T* src, std::int64_t channels, std::int64_t h, std::int64
             }
 }
 
-// The filters packed for the forward tile: panel f0 / 8 holds, for each tap t, the 8
-// values weight(f0 + i, t) (zeros past the last filter).
+// Filter vectors per tile (1, 2 or 4: 16, 32 or 64 filters), the fewest that cover the
+// filters, and the positions or taps that fill the tile's kTileAccumulators registers.
+int filter_vectors(std::int64_t filters) { return filters <= kVector ? 1 : filters <= 2 * kVector ? 2 : 4; }
+
+// The filters as rows: row t holds weight(f, t) of every filter f, ld floats a row (the
+// filters padded with zeros to the tile's width): the forward tile's vector operand.
 template <class T, class Weight>
-std::vector<T> pack_filters(std::int64_t filters, std::int64_t taps, Weight&& weight) {
-    std::vector<T> packed(static_cast<std::size_t>(round_up(filters, kFilters) * taps), T(0));
+AlignedVector<T> pack_filter_rows(std::int64_t filters, std::int64_t taps, std::int64_t ld, Weight&& weight) {
+    AlignedVector<T> rows(static_cast<std::size_t>(taps * ld), T(0));
     for (std::int64_t f = 0; f < filters; ++f)
-        for (std::int64_t t = 0; t < taps; ++t)
-            packed[static_cast<std::size_t>(((f / kFilters) * taps + t) * kFilters + f % kFilters)] = weight(f, t);
-    return packed;
+        for (std::int64_t t = 0; t < taps; ++t) rows[static_cast<std::size_t>(t * ld + f)] = weight(f, t);
+    return rows;
 }
 
-// ---- the forward tile: out[8 x NR] = A panel [taps x 8]^T x shifted runs of xp ----------
+// ---- the forward tile: a row of filters per output position ---------------------------
 
-template <class T, int NR>
-void tile_portable(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
-    T acc[kFilters][NR] = {};
-    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
-        const T* b = x + off[t];
-        for (int i = 0; i < kFilters; ++i)
-            for (int j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+// out [i, f] (row stride ld) = sum over taps t of xp [off[t] + base[i]] wt [t, f] for
+// kTileAccumulators / NV output positions i (base[i]: the position's place on the grid)
+// and NV x 16 filters f: per tap, NV vectors of filters times a broadcast value of xp
+// for each position, summed in registers over every tap.
+template <class T, int NV>
+void position_tile_portable(std::int64_t taps, const T* wt, std::int64_t ld, const std::int64_t* off, const T* xp,
+                            const std::int64_t* base, T* out) {
+    constexpr int TP = kTileAccumulators / NV, F = NV * kVector;
+    T acc[TP][F] = {};
+    for (std::int64_t t = 0; t < taps; ++t) {
+        const T* x = xp + off[t];
+        const T* w = wt + t * ld;
+        for (int i = 0; i < TP; ++i)
+            for (int f = 0; f < F; ++f) acc[i][f] += x[base[i]] * w[f];
     }
-    for (int i = 0; i < kFilters; ++i) std::copy(acc[i], acc[i] + NR, out + i * ldo);
+    for (int i = 0; i < TP; ++i) std::copy(acc[i], acc[i] + F, out + i * ld);
 }
 
 #if GL_X86
 template <int NV>
-__attribute__((target("avx512f"))) void tile_avx512(std::int64_t taps, const float* a, const std::int64_t* off,
-                                                     const float* x, float* out, std::int64_t ldo) {
-    __m512 acc[kFilters][NV];
+__attribute__((target("avx512f"))) void position_tile_avx512(std::int64_t taps, const float* wt, std::int64_t ld,
+                                                              const std::int64_t* off, const float* xp,
+                                                              const std::int64_t* base, float* out) {
+    constexpr int TP = kTileAccumulators / NV;
+    __m512 acc[TP][NV];
     for (auto& row : acc)
         for (auto& v : row) v = _mm512_setzero_ps();
-    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
-        const float* b = x + off[t];
-        __m512 bv[NV];
-        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * kVector);
-        for (int i = 0; i < kFilters; ++i) {
-            const __m512 ai = _mm512_set1_ps(a[i]);
-            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+    for (std::int64_t t = 0; t < taps; ++t) {
+        const float* x = xp + off[t];
+        __m512 wv[NV];
+        for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(wt + t * ld + v * kVector);
+        for (int i = 0; i < TP; ++i) {
+            const __m512 xv = _mm512_set1_ps(x[base[i]]);
+            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(xv, wv[v], acc[i][v]);
         }
     }
-    for (int i = 0; i < kFilters; ++i)
-        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + i * ldo + v * kVector, acc[i][v]);
+    for (int i = 0; i < TP; ++i)
+        for (int v = 0; v < NV; ++v) _mm512_store_ps(out + i * ld + v * kVector, acc[i][v]);
 }
 #endif
 
@@ -175,21 +186,26 @@ bool use_avx512() {
 }
 
 template <class T, int NV>
-void tile(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+void position_tile(std::int64_t taps, const T* wt, std::int64_t ld, const std::int64_t* off, const T* xp,
+                   const std::int64_t* base, T* out) {
 #if GL_X86
     if constexpr (std::is_same_v<T, float>)
-        if (use_avx512()) return tile_avx512<NV>(taps, a, off, x, out, ldo);
+        if (use_avx512()) return position_tile_avx512<NV>(taps, wt, ld, off, xp, base, out);
 #endif
-    tile_portable<T, NV * kVector>(taps, a, off, x, out, ldo);
+    position_tile_portable<T, NV>(taps, wt, ld, off, xp, base, out);
 }
 
-// Vectors per tile (1, 2 or 3 of 16 positions): the one that computes the fewest wasted
-// positions past the last row, the widest of equals.
-int vectors_per_tile(std::int64_t positions) {
-    int best = 3;
-    for (int nv = 2; nv >= 1; --nv)
-        if (round_up(positions, nv * kVector) < round_up(positions, best * kVector)) best = nv;
-    return best;
+// out [f, j] = rows [j, f] for j < positions and f < filters: a row of filters per position
+// back to a plane per filter (float32 in 16 x 16 blocks in registers, the GEMM's packing
+// transpose).
+template <class T>
+void rows_to_planes(const T* rows, std::int64_t ld, std::int64_t positions, std::int64_t filters, T* out) {
+    if constexpr (std::is_same_v<T, float>) {
+        packed::transpose_into_sliver(rows, ld, positions, filters, static_cast<int>(positions), out);
+    } else {
+        for (std::int64_t f = 0; f < filters; ++f)
+            for (std::int64_t j = 0; j < positions; ++j) out[f * positions + j] = rows[j * ld + f];
+    }
 }
 
 // Per-thread scratch, reused from call to call.
@@ -198,44 +214,43 @@ int vectors_per_tile(std::int64_t positions) {
 // misaligned buffer every such access would straddle two lines.
 template <class T>
 struct Scratch {
-    AlignedVector<T> padded, out, grid_dy, dw;  // grid_dy: dy on the grid, or transposed (weight gradient)
+    // padded: xp; out: the forward tile's rows of filters; grid_dy: dy transposed (the weight
+    // gradient) or one phase of dx (a strided data gradient); dw: the weight gradient's sums.
+    AlignedVector<T> padded, out, grid_dy, dw;
     static Scratch& get() {
         thread_local Scratch s;
         return s;
     }
 };
 
-// y [filters, P, Q] = the convolution of the padded planes xp with the packed filters.
-// @p taps taps, at offsets @p off (all of the grid's, or a phase's subset). The tiles go
-// block of grid positions by block, every filter panel on one block before the next: the
-// runs of xp a block reads then stay in L1 while the panels stream past, where panel by
-// panel each panel would read all of xp again (the CNN's conv2 data gradient reads 64
-// planes of dy, 64 KiB, more than L1 holds: 1.58 -> 1.32 ms at batch 64). The price is a
-// per-thread result buffer of every filter's grid, not one panel's: 230 KiB for the
-// CNN's layers, megabytes for a layer of hundreds of channels on a 56 x 56 grid.
+// y [filters, P, Q] = the convolution of the padded planes xp with the filter rows wt
+// (pack_filter_rows, ld floats a row), over @p taps taps at offsets @p off (all of the
+// grid's, or a phase's subset), plus bias[f] on plane f when @p bias is not null. Only the
+// real P x Q positions are computed, a tile of them at a time (the last tile repeats the
+// last position and drops the copies), into rows of filters in @p rows, which end as
+// planes of y.
 template <class T>
-void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
-                   AlignedVector<T>& out, const T* bias = nullptr) {
-    const int nv = vectors_per_tile(gr.positions());
-    const std::int64_t width = nv * kVector, ldo = round_up(gr.positions(), width);
-    const std::int64_t filters = round_up(gr.filters, kFilters);
-    out.resize(static_cast<std::size_t>(filters * ldo));
-    for (std::int64_t j = 0; j < ldo; j += width)
-        for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
-            const T* panel = packed + f0 * taps;
-            T* o = out.data() + f0 * ldo + j;
-            if (nv == 3) tile<T, 3>(taps, panel, off, xp + j, o, ldo);
-            if (nv == 2) tile<T, 2>(taps, panel, off, xp + j, o, ldo);
-            if (nv == 1) tile<T, 1>(taps, panel, off, xp + j, o, ldo);
+void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* wt, std::int64_t ld, const std::int64_t* off,
+                   T* y, AlignedVector<T>& rows, const T* bias = nullptr) {
+    const int nv = filter_vectors(gr.filters);
+    const std::int64_t positions = gr.P * gr.Q, tile = kTileAccumulators / nv;
+    rows.resize(static_cast<std::size_t>(round_up(positions, tile) * ld));
+    std::int64_t base[kTileAccumulators];
+    for (std::int64_t j0 = 0; j0 < positions; j0 += tile) {
+        for (std::int64_t i = 0; i < tile; ++i) {  // where each position of the tile is on the grid
+            const std::int64_t j = std::min(j0 + i, positions - 1);
+            base[i] = j / gr.Q * gr.wp + j % gr.Q;
         }
-    for (std::int64_t f = 0; f < gr.filters; ++f)  // drop the grid's extra columns, add the bias
-        for (std::int64_t p = 0; p < gr.P; ++p) {
-            const T* from = out.data() + f * ldo + p * gr.wp;
-            T* to = y + (f * gr.P + p) * gr.Q;
-            if (bias) std::transform(from, from + gr.Q, to, [b = bias[f]](T v) { return v + b; });
-            else std::copy_n(from, gr.Q, to);
+        for (std::int64_t f0 = 0; f0 < ld; f0 += nv * kVector) {
+            T* out = rows.data() + j0 * ld + f0;
+            if (nv == 1) position_tile<T, 1>(taps, wt + f0, ld, off, xp, base, out);
+            if (nv == 2) position_tile<T, 2>(taps, wt + f0, ld, off, xp, base, out);
+            if (nv == 4) position_tile<T, 4>(taps, wt + f0, ld, off, xp, base, out);
         }
-    count_multiplies(filters * ldo * taps);
+    }
+    rows_to_planes(rows.data(), ld, positions, gr.filters, y);
+    if (bias) add_plane_bias(y, bias, gr.filters, gr.filters, positions);
+    count_multiplies(ld * round_up(positions, tile) * taps);
 }
 
 // ---- the weight gradient's tile: taps x filters, an outer product per position ------
@@ -254,7 +269,7 @@ struct GradOperands {
 // xp [off[t] + p wp + q] dyt [p Q + q, f], for TAPS taps and NV x 16 filters.
 template <class T, int NV>
 void grad_tile_portable(const GradOperands<T>& d, const std::int64_t* off, T* partial) {
-    constexpr int TAPS = kGradAccumulators / NV, F = NV * kVector;
+    constexpr int TAPS = kTileAccumulators / NV, F = NV * kVector;
     T acc[TAPS][F] = {};
     for (std::int64_t p = 0; p < d.P; ++p)
         for (std::int64_t q = 0; q < d.Q; ++q) {
@@ -271,7 +286,7 @@ void grad_tile_portable(const GradOperands<T>& d, const std::int64_t* off, T* pa
 template <int NV>
 __attribute__((target("avx512f"))) void grad_tile_avx512(const GradOperands<float>& d, const std::int64_t* off,
                                                           float* partial) {
-    constexpr int TAPS = kGradAccumulators / NV;
+    constexpr int TAPS = kTileAccumulators / NV;
     __m512 acc[TAPS][NV];
     for (auto& row : acc)
         for (auto& v : row) v = _mm512_setzero_ps();
@@ -344,9 +359,10 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
     // dy padded by the shifts: output (i, j) of a phase reads dy[i - shift, j - shift'].
     const Grid gr{Kg, std::max(rows, P) + top + 1, std::max(cols, Q) + left, Cg, R, S, g.dilation_h, g.dilation_w, rows, cols};
     struct Phase {
-        std::vector<std::int64_t> off;       // each tap's run in padded dy
-        std::vector<std::vector<T>> packed;  // per group
+        std::vector<std::int64_t> off;         // each tap's run in padded dy
+        std::vector<AlignedVector<T>> packed;  // filter rows per group
     };
+    const std::int64_t ld = round_up(Cg, filter_vectors(Cg) * kVector);
     std::vector<Phase> phases(static_cast<std::size_t>(sh * sw));
     for (std::int64_t a = 0; a < sh; ++a)
         for (std::int64_t b = 0; b < sw; ++b) {
@@ -360,7 +376,7 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
                         ph.off.push_back(k * gr.plane() + (top - r * g.dilation_h / sh) * gr.wp + left - s * g.dilation_w / sw);
                     }
             for (std::int64_t group = 0; group < g.groups; ++group)
-                ph.packed.push_back(pack_filters<T>(Cg, static_cast<std::int64_t>(ph.off.size()), [&](std::int64_t c, std::int64_t t) {
+                ph.packed.push_back(pack_filter_rows<T>(Cg, static_cast<std::int64_t>(ph.off.size()), ld, [&](std::int64_t c, std::int64_t t) {
                     const auto i = static_cast<std::size_t>(t);
                     return w[(((group * Kg + k_of[i]) * Cg + c) * R + r_of[i]) * S + s_of[i]];
                 }));
@@ -378,7 +394,7 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
                 for (std::int64_t b = 0; b < sw; ++b) {
                     const Phase& ph = phases[static_cast<std::size_t>(a * sw + b)];
                     convolve_grid(gr, static_cast<std::int64_t>(ph.off.size()), s.padded.data(),
-                                  ph.packed[static_cast<std::size_t>(group)].data(), ph.off.data(), result.data(), s.out);
+                                  ph.packed[static_cast<std::size_t>(group)].data(), ld, ph.off.data(), result.data(), s.out);
                     for (std::int64_t c = 0; c < Cg; ++c)  // phase position (i, j) is dx[i sh + a - pad, j sw + b - pad]
                         for (std::int64_t i = 0; i < rows; ++i) {
                             const std::int64_t ih = i * sh + a - g.pad_h;
@@ -400,9 +416,10 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias)
     const Grid gr = forward_grid(g);
     const std::int64_t Kg = g.group_out(), taps = gr.taps(), H = g.in_h, W = g.in_w;
     const std::vector<std::int64_t> off = gr.tap_offsets();
-    std::vector<std::vector<T>> packed;  // per group
+    const std::int64_t ld = round_up(Kg, filter_vectors(Kg) * kVector);
+    std::vector<AlignedVector<T>> packed;  // filter rows per group
     for (std::int64_t group = 0; group < g.groups; ++group)
-        packed.push_back(pack_filters<T>(Kg, taps, [&](std::int64_t k, std::int64_t t) { return w[(group * Kg + k) * taps + t]; }));
+        packed.push_back(pack_filter_rows<T>(Kg, taps, ld, [&](std::int64_t k, std::int64_t t) { return w[(group * Kg + k) * taps + t]; }));
     // One task per (image, group): each pads its input planes and writes its own output planes.
     parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
         Scratch<T>& s = Scratch<T>::get();
@@ -410,7 +427,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias)
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(x + block(n, group, g.in_channels, gr.channels, H * W), gr.channels, H, W, gr, g.pad_h, g.pad_w, s.padded.data());
-            convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+            convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), ld, off.data(),
                           y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out, bias ? bias + group * Kg : nullptr);
         }
     });
@@ -424,9 +441,10 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
     const std::int64_t top = (R - 1) * g.dilation_h - g.pad_h, left = (S - 1) * g.dilation_w - g.pad_w;
     const Grid gr{Kg, g.in_h + (R - 1) * g.dilation_h, g.in_w + (S - 1) * g.dilation_w, Cg, R, S, g.dilation_h, g.dilation_w, g.in_h, g.in_w};
     const std::vector<std::int64_t> off = gr.tap_offsets();
-    std::vector<std::vector<T>> packed;
+    const std::int64_t ld = round_up(Cg, filter_vectors(Cg) * kVector);
+    std::vector<AlignedVector<T>> packed;  // filter rows per group
     for (std::int64_t group = 0; group < g.groups; ++group)  // filter c's tap (k, r, s) is w[k, c, R-1-r, S-1-s]
-        packed.push_back(pack_filters<T>(Cg, gr.taps(), [&](std::int64_t c, std::int64_t t) {
+        packed.push_back(pack_filter_rows<T>(Cg, gr.taps(), ld, [&](std::int64_t c, std::int64_t t) {
             const std::int64_t k = t / (R * S), r = t / S % R, s = t % S;
             return w[(((group * Kg + k) * Cg + c) * R + (R - 1 - r)) * S + (S - 1 - s)];
         }));
@@ -436,7 +454,7 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
-            convolve_grid(gr, gr.taps(), s.padded.data(), packed[static_cast<std::size_t>(group)].data(), off.data(),
+            convolve_grid(gr, gr.taps(), s.padded.data(), packed[static_cast<std::size_t>(group)].data(), ld, off.data(),
                           dx + block(n, group, g.in_channels, Cg, g.in_h * g.in_w), s.out);
         }
     });
@@ -450,8 +468,8 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
     // taps), the fewest that cover the filters (four: 2-3% faster than two on the CNN's
     // conv2, fewer loads per FMA); the filters padded to the tile, the taps too (the extra
     // taps read xp[j] and are dropped).
-    const int nv = Kg <= kVector ? 1 : Kg <= 2 * kVector ? 2 : 4;
-    const std::int64_t tile_filters = nv * kVector, tile_taps = kGradAccumulators / nv;
+    const int nv = filter_vectors(Kg);
+    const std::int64_t tile_filters = nv * kVector, tile_taps = kTileAccumulators / nv;
     const std::int64_t ld = round_up(Kg, tile_filters);
     const std::vector<std::int64_t> off = gr.tap_offsets(tile_taps);
     const std::int64_t padded_taps = static_cast<std::int64_t>(off.size());
