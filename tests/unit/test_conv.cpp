@@ -41,6 +41,12 @@ std::vector<kc::ConvGeometry> shape_grid() {
         geom(1, 4, 7, 7, 8, 1, 1, 1, 0, 1, 1),    // 1x1
         geom(2, 5, 13, 13, 7, 3, 3, 3, 0, 1, 1),  // stride 3
         geom(1, 2, 6, 5, 3, 3, 3, 1, 3, 1, 1),    // padding past the filter's reach (3 > 2)
+        // More than 16 filters (or, for the data gradient, channels) take implicit_gemm's
+        // position tile: two and four vectors of filters, padded ones, with groups, strided.
+        geom(2, 3, 7, 9, 20, 3, 3, 1, 1, 1, 1),     // 20 filters: two vectors, 12 padding
+        geom(1, 40, 6, 5, 40, 3, 3, 1, 1, 1, 1),    // 40 filters and 40 channels: four vectors
+        geom(1, 34, 7, 7, 34, 3, 3, 1, 1, 1, 2),    // 17 a group: two vectors per group
+        geom(1, 20, 9, 8, 36, 3, 3, 2, 1, 1, 1),    // stride 2 with 20 channels: the phases' data gradient
         geom(1, 8, 14, 14, 4, 3, 3, 1, 1, 1, 4),  // groups 4
     };
     grid.back().stride_w = 1;
@@ -197,17 +203,24 @@ TEST(Conv, WinogradCountsTwoAndAQuarterAndFourTimesFewerMultiplies) {
 }
 
 TEST(Conv, ImplicitGemmCountsItsPaddedTiles) {
-    // 16x16 outputs of 16 filters (one vector: tiles of 24 positions), 72 taps. The forward
-    // computes the real outputs only, in tiles of 24 positions, the last one padded: 256
-    // positions are 11 tiles, 264. The weight gradient sums over the 256 real positions:
-    // 72 taps are three tiles of 24, exactly the direct count.
+    // 16x16 outputs on an 18-wide padded grid (no padding: the grid is the image), 72 taps.
+    // 16 filters take the run tile: each output row computes 18 grid positions and keeps
+    // 16; 16 rows of 18 are 6 whole tiles of 48, and 16 filters two panels of 8.
     const kc::ConvGeometry g = geom(2, 8, 18, 18, 16, 3, 3, 1, 0, 1, 1);
-    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::Forward) * 256, g.direct_multiplies() * 264);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::Forward) * 16, g.direct_multiplies() * 18);
+    // 32 filters take the position tile (two vectors, 12 positions): the 256 real positions
+    // only, in 22 tiles, the last padded (264).
+    const kc::ConvGeometry wide = geom(2, 8, 18, 18, 32, 3, 3, 1, 0, 1, 1);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, wide, kc::ConvPass::Forward) * 256, wide.direct_multiplies() * 264);
+    // The weight gradient sums over the real positions: 72 taps are three tiles of 24 (16
+    // filters) or six of 12 (32 filters), exactly the direct count.
     EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, g, kc::ConvPass::BackwardWeight), g.direct_multiplies());
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, wide, kc::ConvPass::BackwardWeight), wide.direct_multiplies());
     // A stride splits the image into phases, each a plane of the grid: stride 2 on 18x18
-    // gives 9x9 phase planes and 8x8 outputs, 64 positions, three tiles of 24 (72).
+    // gives 9x9 phase planes and 8x8 outputs, 8 rows of 9 grid positions = 72, which run
+    // tiles of 16 cover with the fewest extra (80; tiles of 32 or 48 would need 96).
     const kc::ConvGeometry strided = geom(2, 8, 18, 18, 16, 3, 3, 2, 0, 1, 1);
-    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 72 * 72);
+    EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 80 * 72);
 }
 
 TEST(Conv, ImplicitGemmSumsTheWeightGradientOverChunksOfImages) {

@@ -9,15 +9,19 @@
 // Y [K/groups, P Q] = W [K/groups, (C/groups) R S] x (the shifted image) reads its right
 // operand in place: no col matrix to write, no packing of it for the GEMM.
 //
-// The register tile is a row of filters per output position: 16, 32 or 64 filters (1, 2
-// or 4 vectors, the fewest that cover them) x 24, 12 or 6 positions, 24 accumulators for
-// the whole sum over taps; per tap, the filters' values are vector loads (the filters
-// packed as a row per tap) and each position's value of xp one broadcast. Vectors run
-// along the filters, not the positions, so only the real P x Q outputs are computed (a
-// tile along the grid's rows would also compute the Wp - Q padding columns right of each
-// row, 2 of every 16 on the CNN's 14 x 14 planes), and the tile's rows of filters are
-// transposed into the output planes at the end. On AVX-512 the tile is written with
-// intrinsics; elsewhere (and in float64, for gradcheck) the same loops in plain C++.
+// Two register tiles, chosen by the number of filters (pack_filters):
+//  - more than 16: the position tile, a row of filters per output position: 32 or 64
+//    filters (2 or 4 vectors) x 12 or 6 positions, 24 accumulators for the whole sum over
+//    taps; per tap, the filters' values are vector loads (the filters packed as a row per
+//    tap) and each position's value of xp one broadcast. Vectors run along the filters,
+//    so only the real P x Q outputs are computed, and the tile's rows of filters are
+//    transposed into the output planes at the end.
+//  - 16 or fewer: the run tile, 8 filters x 16, 32 or 48 consecutive grid positions (per
+//    tap one load of that run of xp, 8 broadcasts of filter values). A row of a single
+//    vector of filters would need a broadcast per FMA; the price here is the Wp - Q grid
+//    columns right of each output row, computed and dropped (2 of 30 at 28 x 28).
+// On AVX-512 the tiles are written with intrinsics; elsewhere (and in float64, for
+// gradcheck) the same loops in plain C++.
 //
 // A stride of 2 (or more) is the same after one more copy: split the padded image into
 // its 2 x 2 phases (even rows and even columns, even rows and odd columns, ...), each a
@@ -62,6 +66,8 @@ namespace gl::kernels::conv::implicit_gemm {
 namespace {
 
 constexpr int kTileAccumulators = 24;  // vector registers of a tile (positions or taps x filter vectors)
+constexpr int kFilters = 8;             // filters per run tile (layers of 16 filters or fewer)
+constexpr std::int64_t kSlack = 64;     // zeros after the padded planes: a run tile reads up to 47 positions past the outputs
 constexpr int kVector = 16;      // floats per AVX-512 register: grid positions per step
 
 std::int64_t round_up(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
@@ -76,8 +82,9 @@ struct Grid {
     std::int64_t sh = 1, sw = 1;  // stride: phases per plane
     std::int64_t plane() const { return hp * wp; }
     std::int64_t taps() const { return channels * R * S; }
-    // The planes, and (S - 1) dilation past them where the last tap of the last row reaches.
-    std::int64_t padded_size() const { return channels * sh * sw * plane() + (S - 1) * dw; }
+    // The planes, (S - 1) dilation past them where the last tap of the last row reaches, and
+    // the run tile's overhang.
+    std::int64_t padded_size() const { return channels * sh * sw * plane() + (S - 1) * dw + kSlack; }
     // Where tap (c, r, s)'s run starts in xp: the GEMM's right operand, row by row.
     std::vector<std::int64_t> tap_offsets(std::int64_t round_to = 1) const {
         std::vector<std::int64_t> off(static_cast<std::size_t>(round_up(taps(), round_to)), 0);
@@ -137,7 +144,52 @@ AlignedVector<T> pack_filter_rows(std::int64_t filters, std::int64_t taps, std::
     return rows;
 }
 
-// ---- the forward tile: a row of filters per output position ---------------------------
+// The filters packed for the run tile: panel f0 / 8 holds, for each tap t, the 8 values
+// weight(f0 + i, t) (zeros past the last filter).
+template <class T, class Weight>
+AlignedVector<T> pack_filter_panels(std::int64_t filters, std::int64_t taps, Weight&& weight) {
+    AlignedVector<T> packed(static_cast<std::size_t>(round_up(filters, kFilters) * taps), T(0));
+    for (std::int64_t f = 0; f < filters; ++f)
+        for (std::int64_t t = 0; t < taps; ++t)
+            packed[static_cast<std::size_t>(((f / kFilters) * taps + t) * kFilters + f % kFilters)] = weight(f, t);
+    return packed;
+}
+
+// ---- the run tile (few filters): out[8 x NR] = A panel [taps x 8]^T x shifted runs of xp
+
+template <class T, int NR>
+void run_tile_portable(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+    T acc[kFilters][NR] = {};
+    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
+        const T* b = x + off[t];
+        for (int i = 0; i < kFilters; ++i)
+            for (int j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+    }
+    for (int i = 0; i < kFilters; ++i) std::copy(acc[i], acc[i] + NR, out + i * ldo);
+}
+
+#if GL_X86
+template <int NV>
+__attribute__((target("avx512f"))) void run_tile_avx512(std::int64_t taps, const float* a, const std::int64_t* off,
+                                                     const float* x, float* out, std::int64_t ldo) {
+    __m512 acc[kFilters][NV];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm512_setzero_ps();
+    for (std::int64_t t = 0; t < taps; ++t, a += kFilters) {
+        const float* b = x + off[t];
+        __m512 bv[NV];
+        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * kVector);
+        for (int i = 0; i < kFilters; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < kFilters; ++i)
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + i * ldo + v * kVector, acc[i][v]);
+}
+#endif
+
+// ---- the position tile (16 filters or more): a row of filters per output position ---------------------------
 
 // out [i, f] (row stride ld) = sum over taps t of xp [off[t] + base[i]] wt [t, f] for
 // kTileAccumulators / NV output positions i (base[i]: the position's place on the grid)
@@ -208,6 +260,24 @@ void rows_to_planes(const T* rows, std::int64_t ld, std::int64_t positions, std:
     }
 }
 
+template <class T, int NV>
+void run_tile(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+#if GL_X86
+    if constexpr (std::is_same_v<T, float>)
+        if (use_avx512()) return run_tile_avx512<NV>(taps, a, off, x, out, ldo);
+#endif
+    run_tile_portable<T, NV * kVector>(taps, a, off, x, out, ldo);
+}
+
+// Vectors per tile (1, 2 or 3 of 16 positions): the one that computes the fewest wasted
+// positions past the last row, the widest of equals.
+int vectors_per_tile(std::int64_t positions) {
+    int best = 3;
+    for (int nv = 2; nv >= 1; --nv)
+        if (round_up(positions, nv * kVector) < round_up(positions, best * kVector)) best = nv;
+    return best;
+}
+
 // Per-thread scratch, reused from call to call.
 // Cache-line aligned (base/aligned_vector.hpp): the tiles load and store whole vectors
 // of these (the weight gradient's rows of filters, the forward's result rows), and on a
@@ -223,15 +293,15 @@ struct Scratch {
     }
 };
 
-// y [filters, P, Q] = the convolution of the padded planes xp with the filter rows wt
+// convolve_grid with the position tile: y [filters, P, Q] from the filter rows wt
 // (pack_filter_rows, ld floats a row), over @p taps taps at offsets @p off (all of the
 // grid's, or a phase's subset), plus bias[f] on plane f when @p bias is not null. Only the
 // real P x Q positions are computed, a tile of them at a time (the last tile repeats the
 // last position and drops the copies), into rows of filters in @p rows, which end as
 // planes of y.
 template <class T>
-void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* wt, std::int64_t ld, const std::int64_t* off,
-                   T* y, AlignedVector<T>& rows, const T* bias = nullptr) {
+void convolve_positions(const Grid& gr, std::int64_t taps, const T* xp, const T* wt, std::int64_t ld, const std::int64_t* off,
+                        T* y, AlignedVector<T>& rows, const T* bias) {
     const int nv = filter_vectors(gr.filters);
     const std::int64_t positions = gr.P * gr.Q, tile = kTileAccumulators / nv;
     rows.resize(static_cast<std::size_t>(round_up(positions, tile) * ld));
@@ -251,6 +321,67 @@ void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const T* wt, 
     rows_to_planes(rows.data(), ld, positions, gr.filters, y);
     if (bias) add_plane_bias(y, bias, gr.filters, gr.filters, positions);
     count_multiplies(ld * round_up(positions, tile) * taps);
+}
+
+// convolve_grid with the run tile: y [filters, P, Q] from 8-filter panels (@p packed),
+// @p taps taps at offsets @p off. The tiles go
+// block of grid positions by block, every filter panel on one block before the next: the
+// runs of xp a block reads then stay in L1 while the panels stream past, where panel by
+// panel each panel would read all of xp again (the CNN's conv2 data gradient reads 64
+// planes of dy, 64 KiB, more than L1 holds: 1.58 -> 1.32 ms at batch 64). The price is a
+// per-thread result buffer of every filter's grid, not one panel's: 230 KiB for the
+// CNN's layers, megabytes for a layer of hundreds of channels on a 56 x 56 grid.
+template <class T>
+void convolve_runs(const Grid& gr, std::int64_t taps, const T* xp, const T* packed, const std::int64_t* off, T* y,
+                   AlignedVector<T>& out, const T* bias) {
+    const int nv = vectors_per_tile(gr.P * gr.wp);
+    const std::int64_t width = nv * kVector, ldo = round_up(gr.P * gr.wp, width);
+    const std::int64_t filters = round_up(gr.filters, kFilters);
+    out.resize(static_cast<std::size_t>(filters * ldo));
+    for (std::int64_t j = 0; j < ldo; j += width)
+        for (std::int64_t f0 = 0; f0 < gr.filters; f0 += kFilters) {
+            const T* panel = packed + f0 * taps;
+            T* o = out.data() + f0 * ldo + j;
+            if (nv == 3) run_tile<T, 3>(taps, panel, off, xp + j, o, ldo);
+            if (nv == 2) run_tile<T, 2>(taps, panel, off, xp + j, o, ldo);
+            if (nv == 1) run_tile<T, 1>(taps, panel, off, xp + j, o, ldo);
+        }
+    for (std::int64_t f = 0; f < gr.filters; ++f)  // drop the grid's extra columns, add the bias
+        for (std::int64_t p = 0; p < gr.P; ++p) {
+            const T* from = out.data() + f * ldo + p * gr.wp;
+            T* to = y + (f * gr.P + p) * gr.Q;
+            if (bias) std::transform(from, from + gr.Q, to, [b = bias[f]](T v) { return v + b; });
+            else std::copy_n(from, gr.Q, to);
+        }
+    count_multiplies(filters * ldo * taps);
+}
+
+// The filters packed for the tile that suits their number: more than 16, the position
+// tile's rows of filters; 16 or fewer, the run tile's panels of 8. With a single vector
+// of filters the position tile would need a broadcast per FMA (the ResNet's 16-channel
+// block1 took 1.22 ms that way against 0.79 ms with the run tile), and with few filters
+// the run tile's wasted grid columns cost little by comparison.
+template <class T>
+struct PackedFilters {
+    AlignedVector<T> data;
+    std::int64_t ld = 0;  ///< floats per row (the position tile), 0 for panels (the run tile)
+};
+
+template <class T, class Weight>
+PackedFilters<T> pack_filters(std::int64_t filters, std::int64_t taps, Weight&& weight) {
+    if (filter_vectors(filters) == 1) return {pack_filter_panels<T>(filters, taps, weight), 0};
+    const std::int64_t ld = round_up(filters, filter_vectors(filters) * kVector);
+    return {pack_filter_rows<T>(filters, taps, ld, weight), ld};
+}
+
+// y [filters, P, Q] = the convolution of the padded planes xp with the packed filters, over
+// @p taps taps at offsets @p off (all of the grid's, or a phase's subset), plus bias[f]
+// on plane f when @p bias is not null, by the tile the packing chose.
+template <class T>
+void convolve_grid(const Grid& gr, std::int64_t taps, const T* xp, const PackedFilters<T>& w, const std::int64_t* off,
+                   T* y, AlignedVector<T>& out, const T* bias = nullptr) {
+    if (w.ld > 0) convolve_positions(gr, taps, xp, w.data.data(), w.ld, off, y, out, bias);
+    else convolve_runs(gr, taps, xp, w.data.data(), off, y, out, bias);
 }
 
 // ---- the weight gradient's tile: taps x filters, an outer product per position ------
@@ -360,9 +491,8 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
     const Grid gr{Kg, std::max(rows, P) + top + 1, std::max(cols, Q) + left, Cg, R, S, g.dilation_h, g.dilation_w, rows, cols};
     struct Phase {
         std::vector<std::int64_t> off;         // each tap's run in padded dy
-        std::vector<AlignedVector<T>> packed;  // filter rows per group
+        std::vector<PackedFilters<T>> packed;  // per group
     };
-    const std::int64_t ld = round_up(Cg, filter_vectors(Cg) * kVector);
     std::vector<Phase> phases(static_cast<std::size_t>(sh * sw));
     for (std::int64_t a = 0; a < sh; ++a)
         for (std::int64_t b = 0; b < sw; ++b) {
@@ -376,7 +506,7 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
                         ph.off.push_back(k * gr.plane() + (top - r * g.dilation_h / sh) * gr.wp + left - s * g.dilation_w / sw);
                     }
             for (std::int64_t group = 0; group < g.groups; ++group)
-                ph.packed.push_back(pack_filter_rows<T>(Cg, static_cast<std::int64_t>(ph.off.size()), ld, [&](std::int64_t c, std::int64_t t) {
+                ph.packed.push_back(pack_filters<T>(Cg, static_cast<std::int64_t>(ph.off.size()), [&](std::int64_t c, std::int64_t t) {
                     const auto i = static_cast<std::size_t>(t);
                     return w[(((group * Kg + k_of[i]) * Cg + c) * R + r_of[i]) * S + s_of[i]];
                 }));
@@ -394,7 +524,7 @@ void backward_data_strided(const ConvGeometry& g, const T* dy, const T* w, T* dx
                 for (std::int64_t b = 0; b < sw; ++b) {
                     const Phase& ph = phases[static_cast<std::size_t>(a * sw + b)];
                     convolve_grid(gr, static_cast<std::int64_t>(ph.off.size()), s.padded.data(),
-                                  ph.packed[static_cast<std::size_t>(group)].data(), ld, ph.off.data(), result.data(), s.out);
+                                  ph.packed[static_cast<std::size_t>(group)], ph.off.data(), result.data(), s.out);
                     for (std::int64_t c = 0; c < Cg; ++c)  // phase position (i, j) is dx[i sh + a - pad, j sw + b - pad]
                         for (std::int64_t i = 0; i < rows; ++i) {
                             const std::int64_t ih = i * sh + a - g.pad_h;
@@ -416,10 +546,9 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias)
     const Grid gr = forward_grid(g);
     const std::int64_t Kg = g.group_out(), taps = gr.taps(), H = g.in_h, W = g.in_w;
     const std::vector<std::int64_t> off = gr.tap_offsets();
-    const std::int64_t ld = round_up(Kg, filter_vectors(Kg) * kVector);
-    std::vector<AlignedVector<T>> packed;  // filter rows per group
+    std::vector<PackedFilters<T>> packed;  // per group
     for (std::int64_t group = 0; group < g.groups; ++group)
-        packed.push_back(pack_filter_rows<T>(Kg, taps, ld, [&](std::int64_t k, std::int64_t t) { return w[(group * Kg + k) * taps + t]; }));
+        packed.push_back(pack_filters<T>(Kg, taps, [&](std::int64_t k, std::int64_t t) { return w[(group * Kg + k) * taps + t]; }));
     // One task per (image, group): each pads its input planes and writes its own output planes.
     parallel_for(g.batch * g.groups, 1, [&](std::int64_t begin, std::int64_t end) {
         Scratch<T>& s = Scratch<T>::get();
@@ -427,7 +556,7 @@ void forward(const ConvGeometry& g, const T* x, const T* w, T* y, const T* bias)
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(x + block(n, group, g.in_channels, gr.channels, H * W), gr.channels, H, W, gr, g.pad_h, g.pad_w, s.padded.data());
-            convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)].data(), ld, off.data(),
+            convolve_grid(gr, taps, s.padded.data(), packed[static_cast<std::size_t>(group)], off.data(),
                           y + block(n, group, g.out_channels, Kg, gr.P * gr.Q), s.out, bias ? bias + group * Kg : nullptr);
         }
     });
@@ -441,10 +570,9 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
     const std::int64_t top = (R - 1) * g.dilation_h - g.pad_h, left = (S - 1) * g.dilation_w - g.pad_w;
     const Grid gr{Kg, g.in_h + (R - 1) * g.dilation_h, g.in_w + (S - 1) * g.dilation_w, Cg, R, S, g.dilation_h, g.dilation_w, g.in_h, g.in_w};
     const std::vector<std::int64_t> off = gr.tap_offsets();
-    const std::int64_t ld = round_up(Cg, filter_vectors(Cg) * kVector);
-    std::vector<AlignedVector<T>> packed;  // filter rows per group
+    std::vector<PackedFilters<T>> packed;  // per group
     for (std::int64_t group = 0; group < g.groups; ++group)  // filter c's tap (k, r, s) is w[k, c, R-1-r, S-1-s]
-        packed.push_back(pack_filter_rows<T>(Cg, gr.taps(), ld, [&](std::int64_t c, std::int64_t t) {
+        packed.push_back(pack_filters<T>(Cg, gr.taps(), [&](std::int64_t c, std::int64_t t) {
             const std::int64_t k = t / (R * S), r = t / S % R, s = t % S;
             return w[(((group * Kg + k) * Cg + c) * R + (R - 1 - r)) * S + (S - 1 - s)];
         }));
@@ -454,7 +582,7 @@ void backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
         for (std::int64_t ng = begin; ng < end; ++ng) {
             const std::int64_t n = ng / g.groups, group = ng % g.groups;
             copy_padded(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P, Q, gr, top, left, s.padded.data());
-            convolve_grid(gr, gr.taps(), s.padded.data(), packed[static_cast<std::size_t>(group)].data(), ld, off.data(),
+            convolve_grid(gr, gr.taps(), s.padded.data(), packed[static_cast<std::size_t>(group)], off.data(),
                           dx + block(n, group, g.in_channels, Cg, g.in_h * g.in_w), s.out);
         }
     });
