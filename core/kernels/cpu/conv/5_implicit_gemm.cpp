@@ -247,16 +247,16 @@ void position_tile(std::int64_t taps, const T* wt, std::int64_t ld, const std::i
     position_tile_portable<T, NV>(taps, wt, ld, off, xp, base, out);
 }
 
-// out [f, j] = rows [j, f] for j < positions and f < filters: a row of filters per position
-// back to a plane per filter (float32 in 16 x 16 blocks in registers, the GEMM's packing
-// transpose).
+// dst [k nr + j] = src [j ld + k] for j < cols and k < kc, and 0 for cols <= j < nr: the
+// GEMM's packing transpose (packed::transpose_into_sliver, 16 x 16 blocks in registers)
+// for float32, the same loops for float64. It turns rows of filters into planes and back.
 template <class T>
-void rows_to_planes(const T* rows, std::int64_t ld, std::int64_t positions, std::int64_t filters, T* out) {
+void transpose_into(const T* src, std::int64_t ld, std::int64_t cols, std::int64_t kc, std::int64_t nr, T* dst) {
     if constexpr (std::is_same_v<T, float>) {
-        packed::transpose_into_sliver(rows, ld, positions, filters, static_cast<int>(positions), out);
+        packed::transpose_into_sliver(src, ld, cols, kc, static_cast<int>(nr), dst);
     } else {
-        for (std::int64_t f = 0; f < filters; ++f)
-            for (std::int64_t j = 0; j < positions; ++j) out[f * positions + j] = rows[j * ld + f];
+        for (std::int64_t k = 0; k < kc; ++k)
+            for (std::int64_t j = 0; j < nr; ++j) dst[k * nr + j] = j < cols ? src[j * ld + k] : T(0);
     }
 }
 
@@ -318,7 +318,7 @@ void convolve_positions(const Grid& gr, std::int64_t taps, const T* xp, const T*
             if (nv == 4) position_tile<T, 4>(taps, wt + f0, ld, off, xp, base, out);
         }
     }
-    rows_to_planes(rows.data(), ld, positions, gr.filters, y);
+    transpose_into(rows.data(), ld, positions, gr.filters, positions, y);  // rows of filters -> planes
     if (bias) add_plane_bias(y, bias, gr.filters, gr.filters, positions);
     count_multiplies(ld * round_up(positions, tile) * taps);
 }
@@ -449,18 +449,6 @@ void grad_tile(const GradOperands<T>& d, const std::int64_t* off, T* partial) {
     grad_tile_portable<T, NV>(d, off, partial);
 }
 
-// dyt [j, f] = dy [f, j] for j < positions and f < filters, 0 for filters <= f < ld: one
-// image's output gradient, a row of filters per position (float32 in 16 x 16 blocks in
-// registers, the GEMM's packing transpose).
-template <class T>
-void transpose_filters(const T* dy, std::int64_t filters, std::int64_t positions, std::int64_t ld, T* dyt) {
-    if constexpr (std::is_same_v<T, float>) {
-        packed::transpose_into_sliver(dy, positions, filters, positions, static_cast<int>(ld), dyt);
-    } else {
-        for (std::int64_t j = 0; j < positions; ++j)
-            for (std::int64_t f = 0; f < ld; ++f) dyt[j * ld + f] = f < filters ? dy[f * positions + j] : T(0);
-    }
-}
 
 // The forward grid of g: the input padded by pad on every side, in stride x stride phases.
 Grid forward_grid(const ConvGeometry& g) {
@@ -615,7 +603,8 @@ void backward_weight(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
             for (std::int64_t n = first; n < last; ++n) {
                 copy_padded(x + block(n, group, g.in_channels, gr.channels, g.in_h * g.in_w), gr.channels, g.in_h, g.in_w, gr,
                             g.pad_h, g.pad_w, s.padded.data());
-                transpose_filters(dy + block(n, group, g.out_channels, Kg, P * Q), Kg, P * Q, ld, s.grid_dy.data());
+                // dy as a row of filters per position (filters past Kg zero)
+                transpose_into(dy + block(n, group, g.out_channels, Kg, P * Q), P * Q, Kg, P * Q, ld, s.grid_dy.data());
                 for (std::int64_t f0 = 0; f0 < ld; f0 += tile_filters)
                     for (std::int64_t t0 = 0; t0 < padded_taps; t0 += tile_taps) {
                         const GradOperands<T> d{P, Q, gr.wp, ld, s.grid_dy.data() + f0, s.padded.data()};
