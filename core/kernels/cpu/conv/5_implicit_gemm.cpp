@@ -218,12 +218,16 @@ __attribute__((target("avx512f"))) void position_tile_avx512(std::int64_t taps, 
     __m512 acc[TP][NV];
     for (auto& row : acc)
         for (auto& v : row) v = _mm512_setzero_ps();
+    // A pointer per position, so that each broadcast is one load from (pointer + tap offset)
+    // with no address arithmetic of its own.
+    const float* at[TP];
+    for (int i = 0; i < TP; ++i) at[i] = xp + base[i];
     for (std::int64_t t = 0; t < taps; ++t) {
-        const float* x = xp + off[t];
+        const std::int64_t o = off[t];
         __m512 wv[NV];
         for (int v = 0; v < NV; ++v) wv[v] = _mm512_load_ps(wt + t * ld + v * kVector);
         for (int i = 0; i < TP; ++i) {
-            const __m512 xv = _mm512_set1_ps(x[base[i]]);
+            const __m512 xv = _mm512_set1_ps(at[i][o]);
             for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(xv, wv[v], acc[i][v]);
         }
     }
