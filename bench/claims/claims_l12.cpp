@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "autograd/grad_mode.hpp"
+#include "base/aligned_vector.hpp"
 #include "claims.hpp"
 #include "data/mnist.hpp"
 #include "kernels/gemm.hpp"
@@ -46,13 +47,14 @@ double measure_int8_gops(const kernels::Int8GemmKernel& k, std::int64_t n, int t
                          bool prepacked = false) {
     const int before = get_num_threads();
     set_num_threads(threads);
-    std::vector<std::uint8_t> A(static_cast<std::size_t>(n * n));
-    std::vector<std::int8_t> B(A.size());
+    // Operands aligned like a tensor's storage (base/aligned_vector.hpp).
+    AlignedVector<std::uint8_t> A(static_cast<std::size_t>(n * n));
+    AlignedVector<std::int8_t> B(A.size());
     for (std::size_t i = 0; i < A.size(); ++i) {
         A[i] = static_cast<std::uint8_t>((i * 37 + 11) % 256);
         B[i] = static_cast<std::int8_t>((i * 53 + 7) % 256 - 128);
     }
-    std::vector<std::int32_t> C(A.size());
+    AlignedVector<std::int32_t> C(A.size());
     kernels::Int8GemmArgs g{n, n, n, A.data(), n, 3, B.data(), n, true, 0, C.data(), n, nullptr};
     const kernels::Int8PackedB packed = prepacked ? kernels::pack_int8_weights(k, g) : kernels::Int8PackedB{};
     if (prepacked) g.packed_b = &packed;

@@ -223,8 +223,9 @@ TEST(Conv, ImplicitGemmCountsItsPaddedTiles) {
     EXPECT_EQ(counted(kc::ConvAlgo::ImplicitGemm, strided, kc::ConvPass::Forward), 2 * 16 * 80 * 72);
 }
 
-TEST(Conv, ImplicitGemmSumsTheWeightGradientOverChunksOfImages) {
-    // 19 images: on any thread count some thread has more than one chunk of 8 and a ragged one.
+TEST(Conv, ImplicitGemmSumsTheWeightGradientOverItsImages) {
+    // 19 images: on any thread count the threads take uneven runs of images, each summed
+    // into the thread's own copy of dw before the copies are added.
     for (const kc::ConvGeometry& g : {geom(19, 3, 7, 6, 5, 3, 3, 1, 1, 1, 1), geom(19, 4, 9, 9, 6, 3, 3, 2, 1, 1, 2)}) {
         SCOPED_TRACE(g.str());
         EXPECT_LT(max_relative_error(run_all<double>(kc::ConvAlgo::ImplicitGemm, g).dw, run_all<double>(kc::ConvAlgo::Direct, g).dw), 1e-12);

@@ -69,8 +69,8 @@ void gemm_int8_onednn(const Int8GemmArgs& g) {
 // The same product through oneDNN's matmul primitive (what a framework calls: its INT8
 // path runs on the brgemm kernels where the CPU has VNNI, not on dnnl_gemm_u8s8s32), with
 // the operands in their plain layouts and the zero points given at run time. A primitive
-// is generated (JIT) once per shape and strides and kept, as a framework keeps it: only
-// its execution is timed.
+// is generated (JIT) once per shape, strides and thread count and kept, as a framework
+// keeps it: only its execution is timed.
 struct MatmulPrimitive {
     dnnl::matmul primitive;
     dnnl::memory::desc a, b, c;
@@ -78,9 +78,11 @@ struct MatmulPrimitive {
 
 const MatmulPrimitive& matmul_for(const dnnl::engine& engine, const Int8GemmArgs& g) {
     using dt = dnnl::memory::data_type;
-    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+    // The thread count is part of the key: oneDNN fixes a primitive's threads when it is
+    // created, so one made for 1 thread would run on 1 thread when 2 are asked for.
+    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int>;
     thread_local std::map<Key, MatmulPrimitive> cache;
-    const Key key{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.trans_b};
+    const Key key{g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.trans_b, get_num_threads()};
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const dnnl::memory::desc a({g.M, g.K}, dt::u8, dnnl::memory::dims{g.lda, 1});
     const dnnl::memory::desc b({g.K, g.N}, dt::s8, g.trans_b ? dnnl::memory::dims{1, g.ldb} : dnnl::memory::dims{g.ldb, 1});
