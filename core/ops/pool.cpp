@@ -71,16 +71,13 @@ struct MaxPoolBackward final : Node {
                     return;
                 }
             }
+            // relu_max_pool2d exists only where the loop above does, so no -1 reaches here.
+            check(!after_relu, "relu_max_pool2d backward: no vector loop for these windows");
             parallel_for(planes, 16, [&](std::int64_t first, std::int64_t last) {
                 for (std::int64_t p = first; p < last; ++p) {
                     T* plane = gx + p * plane_in;
                     std::fill(plane, plane + plane_in, T(0));
-                    if (after_relu) {  // -1: ReLU stopped this window's gradient
-                        for (std::int64_t i = p * plane_out; i < (p + 1) * plane_out; ++i)
-                            if (where[i] >= 0) plane[where[i]] += gy[i];
-                    } else {
-                        for (std::int64_t i = p * plane_out; i < (p + 1) * plane_out; ++i) plane[where[i]] += gy[i];
-                    }
+                    for (std::int64_t i = p * plane_out; i < (p + 1) * plane_out; ++i) plane[where[i]] += gy[i];
                 }
             });
         });
@@ -202,8 +199,9 @@ bool vector_2x2(const PoolGeometry& pg) {
     return pg.kernel == 2 && pg.stride == 2 && pg.pad == 0 && kernels::has_max_pool_2x2();
 }
 
-// max_pool2d on the CPU: the outputs and where each maximum is.
-std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor& x) {
+// max_pool2d on the CPU: the outputs and where each maximum is; with @p relu_first (only
+// where vector_2x2 holds, for float32) the pooling of relu(x), -1 where nothing was positive.
+std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor& x, bool relu_first = false) {
     Tensor y = empty(pg.out_shape(x), x.dtype());
     Tensor argmax = empty(pg.out_shape(x), DType::Int32);
     dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
@@ -215,7 +213,7 @@ std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor
                 parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {
                     for (std::int64_t plane = first; plane < last; ++plane)
                         kernels::max_pool_2x2_plane(input + plane * pg.H * pg.W, pg.H, pg.W,
-                                                    output + plane * pg.P * pg.Q, where + plane * pg.P * pg.Q);
+                                                    output + plane * pg.P * pg.Q, where + plane * pg.P * pg.Q, relu_first);
                 });
                 return;
             }
@@ -233,6 +231,17 @@ std::pair<Tensor, Tensor> max_pool2d_on_cpu(const PoolGeometry& pg, const Tensor
     return {y, argmax};
 }
 
+// Records the pooling's backward (which scatters to @p argmax) for y = pool(x_in).
+void record_max_pool(const Tensor& x_in, Tensor& y, const Tensor& argmax, const PoolGeometry& pg, bool after_relu) {
+    if (!should_record({x_in})) return;
+    auto node = std::make_shared<MaxPoolBackward>();
+    node->argmax = save_for_backward(argmax);
+    node->input_shape = x_in.shape();
+    node->dims = pg.dims();
+    node->after_relu = after_relu;
+    record(y, node, {x_in});
+}
+
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
@@ -240,13 +249,7 @@ Tensor max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t stride, 
     const PoolGeometry pg(x_in, kernel, stride, padding, "max_pool2d");
     const Tensor x = x_in.contiguous();
     auto [y, argmax] = device::on_device(x) ? device::max_pool2d(x, pg.dims()) : max_pool2d_on_cpu(pg, x);
-    if (should_record({x_in})) {
-        auto node = std::make_shared<MaxPoolBackward>();
-        node->argmax = save_for_backward(argmax);
-        node->input_shape = x.shape();
-        node->dims = pg.dims();
-        record(y, node, {x_in});
-    }
+    record_max_pool(x_in, y, argmax, pg, false);
     return trace.done({x_in}, y);
 }
 
@@ -257,25 +260,8 @@ Tensor relu_max_pool2d(const Tensor& x_in, std::int64_t kernel, std::int64_t str
     if (device::on_device(x_in) || x_in.dtype() != DType::Float32 || !vector_2x2(pg))
         return max_pool2d(relu(x_in), kernel, stride);
     const OpTrace trace("relu_max_pool2d");
-    const Tensor x = x_in.contiguous();
-    Tensor y = empty(pg.out_shape(x), x.dtype());
-    Tensor argmax = empty(pg.out_shape(x), DType::Int32);
-    const float* input = x.data<float>();
-    float* output = y.data<float>();
-    std::int32_t* where = argmax.data<std::int32_t>();
-    parallel_for(pg.planes, 16, [&](std::int64_t first, std::int64_t last) {
-        for (std::int64_t plane = first; plane < last; ++plane)
-            kernels::max_pool_2x2_plane(input + plane * pg.H * pg.W, pg.H, pg.W, output + plane * pg.P * pg.Q,
-                                        where + plane * pg.P * pg.Q, /*relu_first=*/true);
-    });
-    if (should_record({x_in})) {
-        auto node = std::make_shared<MaxPoolBackward>();
-        node->argmax = save_for_backward(argmax);
-        node->input_shape = x.shape();
-        node->dims = pg.dims();
-        node->after_relu = true;
-        record(y, node, {x_in});
-    }
+    auto [y, argmax] = max_pool2d_on_cpu(pg, x_in.contiguous(), /*relu_first=*/true);
+    record_max_pool(x_in, y, argmax, pg, true);
     return trace.done({x_in}, y);
 }
 

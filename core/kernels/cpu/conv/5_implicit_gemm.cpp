@@ -155,6 +155,11 @@ AlignedVector<T> pack_filter_panels(std::int64_t filters, std::int64_t taps, Wei
     return packed;
 }
 
+bool use_avx512() {
+    static const bool avx512 = GL_X86 && sys::cpu_info().features.avx512f;
+    return avx512;
+}
+
 // ---- the run tile (few filters): out[8 x NR] = A panel [taps x 8]^T x shifted runs of xp
 
 template <class T, int NR>
@@ -189,7 +194,25 @@ __attribute__((target("avx512f"))) void run_tile_avx512(std::int64_t taps, const
 }
 #endif
 
-// ---- the position tile (16 filters or more): a row of filters per output position ---------------------------
+template <class T, int NV>
+void run_tile(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
+#if GL_X86
+    if constexpr (std::is_same_v<T, float>)
+        if (use_avx512()) return run_tile_avx512<NV>(taps, a, off, x, out, ldo);
+#endif
+    run_tile_portable<T, NV * kVector>(taps, a, off, x, out, ldo);
+}
+
+// Vectors per tile (1, 2 or 3 of 16 positions): the one that computes the fewest wasted
+// positions past the last row, the widest of equals.
+int vectors_per_tile(std::int64_t positions) {
+    int best = 3;
+    for (int nv = 2; nv >= 1; --nv)
+        if (round_up(positions, nv * kVector) < round_up(positions, best * kVector)) best = nv;
+    return best;
+}
+
+// ---- the position tile (more than 16 filters): a row of filters per output position
 
 // out [i, f] (row stride ld) = sum over taps t of xp [off[t] + base[i]] wt [t, f] for
 // kTileAccumulators / NV output positions i (base[i]: the position's place on the grid)
@@ -236,11 +259,6 @@ __attribute__((target("avx512f"))) void position_tile_avx512(std::int64_t taps, 
 }
 #endif
 
-bool use_avx512() {
-    static const bool avx512 = GL_X86 && sys::cpu_info().features.avx512f;
-    return avx512;
-}
-
 template <class T, int NV>
 void position_tile(std::int64_t taps, const T* wt, std::int64_t ld, const std::int64_t* off, const T* xp,
                    const std::int64_t* base, T* out) {
@@ -262,24 +280,6 @@ void transpose_into(const T* src, std::int64_t ld, std::int64_t cols, std::int64
         for (std::int64_t k = 0; k < kc; ++k)
             for (std::int64_t j = 0; j < nr; ++j) dst[k * nr + j] = j < cols ? src[j * ld + k] : T(0);
     }
-}
-
-template <class T, int NV>
-void run_tile(std::int64_t taps, const T* a, const std::int64_t* off, const T* x, T* out, std::int64_t ldo) {
-#if GL_X86
-    if constexpr (std::is_same_v<T, float>)
-        if (use_avx512()) return run_tile_avx512<NV>(taps, a, off, x, out, ldo);
-#endif
-    run_tile_portable<T, NV * kVector>(taps, a, off, x, out, ldo);
-}
-
-// Vectors per tile (1, 2 or 3 of 16 positions): the one that computes the fewest wasted
-// positions past the last row, the widest of equals.
-int vectors_per_tile(std::int64_t positions) {
-    int best = 3;
-    for (int nv = 2; nv >= 1; --nv)
-        if (round_up(positions, nv * kVector) < round_up(positions, best * kVector)) best = nv;
-    return best;
 }
 
 // Per-thread scratch, reused from call to call.
@@ -317,9 +317,8 @@ void convolve_positions(const Grid& gr, std::int64_t taps, const T* xp, const T*
         }
         for (std::int64_t f0 = 0; f0 < ld; f0 += nv * kVector) {
             T* out = rows.data() + j0 * ld + f0;
-            if (nv == 1) position_tile<T, 1>(taps, wt + f0, ld, off, xp, base, out);
             if (nv == 2) position_tile<T, 2>(taps, wt + f0, ld, off, xp, base, out);
-            if (nv == 4) position_tile<T, 4>(taps, wt + f0, ld, off, xp, base, out);
+            else position_tile<T, 4>(taps, wt + f0, ld, off, xp, base, out);  // nv == 1 takes the run tile
         }
     }
     transpose_into(rows.data(), ld, positions, gr.filters, positions, y);  // rows of filters -> planes
@@ -328,11 +327,11 @@ void convolve_positions(const Grid& gr, std::int64_t taps, const T* xp, const T*
 }
 
 // convolve_grid with the run tile: y [filters, P, Q] from 8-filter panels (@p packed),
-// @p taps taps at offsets @p off. The tiles go
-// block of grid positions by block, every filter panel on one block before the next: the
-// runs of xp a block reads then stay in L1 while the panels stream past, where panel by
-// panel each panel would read all of xp again (the CNN's conv2 data gradient reads 64
-// planes of dy, 64 KiB, more than L1 holds: 1.58 -> 1.32 ms at batch 64). The price is a
+// @p taps taps at offsets @p off. The tiles go block of grid positions by block, every
+// filter panel on one block before the next: the runs of xp a block reads then stay in L1
+// while the panels stream past, where panel by panel each panel would read all of xp again
+// (measured when the CNN's conv2 data gradient, 64 planes of dy, took this tile: 1.58 ->
+// 1.32 ms at batch 64). The price is a
 // per-thread result buffer of every filter's grid, not one panel's: 230 KiB for the
 // CNN's layers, megabytes for a layer of hundreds of channels on a 56 x 56 grid.
 template <class T>
