@@ -20,51 +20,22 @@
 
 #include "base/error.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
+#include "kernels/cpu/transpose16.hpp"
 
 namespace gl::kernels::packed {
 namespace {
 
-// A block of rows x 16 floats (rows <= 16) transposed in registers: column c of the
-// block, rows values, goes to dst + c * dst_ld. Missing rows are zeros and are not
-// stored. Three rounds of shuffles, each pairing rows at a wider grain:
-//   1. unpack floats of rows 2i, 2i+1         lane L: [r0_0 r1_0 r0_1 r1_1] ...
-//   2. unpack pairs (as doubles) of rows 4g..  lane L of s[g][e]: rows 4g..4g+3 of column 4L+e
-//   3. shuffle 128-bit lanes across groups   one vector per column: all 16 rows
-// GCC 12 warns that the unpack intrinsics read an uninitialised vector: their header
-// passes _mm512_undefined_ps() as the (unused, all lanes written) merge source.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// A block of rows x 16 floats (rows <= 16) transposed in registers (transpose16.hpp):
+// column c of the block, rows values, goes to dst + c * dst_ld. Missing rows are zeros and
+// are not stored.
 __attribute__((target("avx512f"))) void transpose_block_avx512(const float* src, std::int64_t ld, int rows,
                                                                 float* dst, std::int64_t dst_ld) {
-    __m512 r[16], t[16];
+    __m512 r[16], column[16];
     for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
+    transpose_16x16(r, column);
     const __mmask16 keep = static_cast<__mmask16>((1u << rows) - 1);
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    __m512 s[4][4];  // s[g][e]: lane L holds rows 4g..4g+3 of column 4L + e
-    for (int g = 0; g < 4; ++g) {
-        const __m512d lo = _mm512_castps_pd(t[4 * g]), hi = _mm512_castps_pd(t[4 * g + 1]);
-        const __m512d lo2 = _mm512_castps_pd(t[4 * g + 2]), hi2 = _mm512_castps_pd(t[4 * g + 3]);
-        s[g][0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, lo2));
-        s[g][1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, lo2));
-        s[g][2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi, hi2));
-        s[g][3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi, hi2));
-    }
-    for (int e = 0; e < 4; ++e) {
-        const __m512 u0 = _mm512_shuffle_f32x4(s[0][e], s[1][e], 0x44);  // lanes A0 A1 B0 B1
-        const __m512 u1 = _mm512_shuffle_f32x4(s[0][e], s[1][e], 0xEE);  // lanes A2 A3 B2 B3
-        const __m512 u2 = _mm512_shuffle_f32x4(s[2][e], s[3][e], 0x44);  // lanes C0 C1 D0 D1
-        const __m512 u3 = _mm512_shuffle_f32x4(s[2][e], s[3][e], 0xEE);  // lanes C2 C3 D2 D3
-        _mm512_mask_storeu_ps(dst + (0 + e) * dst_ld, keep, _mm512_shuffle_f32x4(u0, u2, 0x88));   // lane 0 of each
-        _mm512_mask_storeu_ps(dst + (4 + e) * dst_ld, keep, _mm512_shuffle_f32x4(u0, u2, 0xDD));   // lane 1
-        _mm512_mask_storeu_ps(dst + (8 + e) * dst_ld, keep, _mm512_shuffle_f32x4(u1, u3, 0x88));   // lane 2
-        _mm512_mask_storeu_ps(dst + (12 + e) * dst_ld, keep, _mm512_shuffle_f32x4(u1, u3, 0xDD));  // lane 3
-    }
+    for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(dst + c * dst_ld, keep, column[c]);
 }
-#pragma GCC diagnostic pop
 
 }  // namespace
 
