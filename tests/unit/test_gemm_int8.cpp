@@ -290,19 +290,22 @@ TEST(Int8GemmOracle, MatchesWideSums) {
         }
 }
 
-// The packing of eight rows at once (an 8 x 8 transpose of 4-byte groups where the CPU
-// has AVX2) lays the bytes out exactly as copying them group by group does, for every row
-// count up to 8, K not a multiple of the 32 values a transpose takes, and padded strides.
-TEST(Int8Packing, EightRowsAtOnceMatchGroupByGroup) {
-    const std::int64_t K = 77, src_stride = 80, dst_stride = 4 * 48;
-    const auto src = random_bytes<std::uint8_t>(static_cast<std::size_t>(8 * src_stride), 0, 255, 3);
-    for (std::int64_t rows = 1; rows <= 8; ++rows) {
-        std::vector<std::uint8_t> fast(static_cast<std::size_t>(dst_stride * 20), 0), slow(fast);
-        int8::scatter_rows_in_fours(src.data(), src_stride, rows, K, dst_stride, fast.data());
-        for (std::int64_t r = 0; r < rows; ++r)
-            int8::scatter_groups(src.data() + r * src_stride, 1, K, 4, dst_stride, slow.data() + 4 * r);
-        EXPECT_EQ(fast, slow) << rows << " rows";
-    }
+// The packing of several rows at once (8 x 8 transposes of 4-byte groups where the CPU
+// has AVX2; 16 x 16 transposes, and six rows interleaved into a contiguous 6-row sliver,
+// where it has AVX-512) lays the bytes out exactly as copying them group by group does,
+// for every row count up to 16, K not a multiple of the 32 or 64 values a transpose
+// takes, and padded strides as well as the contiguous sliver of an A (stride 4 x rows).
+TEST(Int8Packing, SeveralRowsAtOnceMatchGroupByGroup) {
+    const std::int64_t K = 141, src_stride = 150;
+    const auto src = random_bytes<std::uint8_t>(static_cast<std::size_t>(16 * src_stride), 0, 255, 3);
+    for (std::int64_t rows = 1; rows <= 16; ++rows)
+        for (const std::int64_t dst_stride : {std::int64_t{4 * 68}, 4 * rows}) {
+            std::vector<std::uint8_t> fast(static_cast<std::size_t>(dst_stride * 40), 0), slow(fast);
+            int8::scatter_rows_in_fours(src.data(), src_stride, rows, K, dst_stride, fast.data());
+            for (std::int64_t r = 0; r < rows; ++r)
+                int8::scatter_groups(src.data() + r * src_stride, 1, K, 4, dst_stride, slow.data() + 4 * r);
+            EXPECT_EQ(fast, slow) << rows << " rows, destination stride " << dst_stride;
+        }
 }
 
 TEST(Int8GemmDispatch, PicksTheMostCapablePathThisCpuHas) {

@@ -28,6 +28,10 @@
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
+#include "kernels/cpu/transpose16.hpp"
+#endif
+
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -101,13 +105,64 @@ __attribute__((target("avx2,avx512f,avx512vl"))) inline void transpose_groups_fe
     const __mmask8 present = static_cast<__mmask8>((1u << rows) - 1);
     for (int g = 0; g < 8; ++g) _mm256_mask_storeu_epi32(dst + g * dst_stride, present, out[g]);
 }
+
+/// Sixteen rows (at most; @p rows of them present) of sixteen 4-byte groups, transposed
+/// in zmm (transpose16.hpp): group g of row r, at src + r * src_stride + 4 g, goes to dst +
+/// g * dst_stride + 4 r. 16 loads, 64 shuffles and 16 stores of 64 bytes, where the 8 x 8
+/// transposes take 32 loads, 96 shuffles and 32 stores of 32 bytes for the same groups.
+__attribute__((target("avx512f,avx512bw"))) inline void transpose_groups_16x16(const std::uint8_t* src,
+                                                                              std::int64_t src_stride, std::int64_t rows,
+                                                                              std::uint8_t* dst, std::int64_t dst_stride) {
+    __m512 row[16], column[16];
+    for (int r = 0; r < 16; ++r)
+        row[r] = r < rows ? _mm512_castsi512_ps(_mm512_loadu_si512(src + r * src_stride)) : _mm512_setzero_ps();
+    transpose_16x16(row, column);
+    const __mmask16 present = static_cast<__mmask16>((1u << rows) - 1);
+    for (int g = 0; g < 16; ++g) _mm512_mask_storeu_ps(dst + g * dst_stride, present, column[g]);
+}
+
+/// Six rows of sixteen 4-byte groups into one contiguous run of 16 x 6 groups (the layout
+/// of a 6-row sliver of A: group g of row r at dst + 24 g + 4 r). Output vector j holds
+/// the groups 16 j .. 16 j + 15 of that run, and run position p comes from row p % 6,
+/// group p / 6: one permute of each row into each output vector, under the mask of the
+/// positions that row owns. 36 permutes and 6 full stores for 384 bytes, where the 8 x 8
+/// transposes with six rows take 48 shuffles and 16 masked stores of 24 bytes.
+/// Where each position of interleave_six_rows' output vectors comes from.
+struct SixRowPlan {
+    std::int32_t group_of[6][16] = {};  ///< [vector j][lane t]: the group position 16 j + t holds
+    __mmask16 owned[6][6] = {};         ///< [vector j][row r]: the lanes of vector j row r fills
+    constexpr SixRowPlan() {
+        for (int j = 0; j < 6; ++j)
+            for (int t = 0; t < 16; ++t) {
+                const int p = 16 * j + t;  // position in the run: row p % 6, group p / 6
+                group_of[j][t] = p / 6;
+                owned[j][p % 6] = static_cast<__mmask16>(owned[j][p % 6] | (1u << t));
+            }
+    }
+};
+
+__attribute__((target("avx512f"))) inline void interleave_six_rows(const std::uint8_t* src, std::int64_t src_stride,
+                                                                   std::uint8_t* dst) {
+    static constexpr SixRowPlan plan;
+    __m512i row[6];
+    for (int r = 0; r < 6; ++r) row[r] = _mm512_loadu_si512(src + r * src_stride);
+    for (int j = 0; j < 6; ++j) {
+        const __m512i index = _mm512_loadu_si512(plan.group_of[j]);
+        __m512i out = _mm512_setzero_si512();
+        for (int r = 0; r < 6; ++r) out = _mm512_mask_permutexvar_epi32(out, plan.owned[j][r], index, row[r]);
+        _mm512_storeu_si512(dst + 64 * j, out);
+    }
+}
 #endif
 
-/// Packs @p rows (at most 8) contiguous rows of @p K bytes, row r at src + r * @p
+/// Packs @p rows (at most 16) contiguous rows of @p K bytes, row r at src + r * @p
 /// src_stride, in groups of four: group g of row r goes to dst + g * @p dst_stride + 4 r.
-/// That is the VNNI packing of rows of A, and of columns of op(B) stored [N, K]. The rows
-/// go 32 K values at a time through transpose_groups_8x8 where the CPU has AVX2 (fewer
-/// than eight through transpose_groups_few_x8, with AVX-512VL); the rest group by group.
+/// That is the VNNI packing of rows of A, and of columns of op(B) stored [N, K]. With
+/// AVX-512, the rows go 64 K values at a time through interleave_six_rows (six rows
+/// packed side by side: a sliver of A) or transpose_groups_16x16 (more than eight rows: 16
+/// columns of a transposed B); otherwise 32 at a time through transpose_groups_8x8 where
+/// the CPU has AVX2 (fewer than eight rows through transpose_groups_few_x8, with
+/// AVX-512VL); the rest group by group.
 template <class T>
 void scatter_rows_in_fours(const T* src, std::int64_t src_stride, std::int64_t rows, std::int64_t K,
                            std::int64_t dst_stride, T* dst) {
@@ -115,8 +170,20 @@ void scatter_rows_in_fours(const T* src, std::int64_t src_stride, std::int64_t r
 #if defined(__x86_64__)
     static const bool avx2 = sys::cpu_info().features.avx2;
     static const bool masked = avx2 && sys::cpu_info().features.avx512f && sys::cpu_info().features.avx512vl;
+    static const bool avx512 = sys::cpu_info().features.avx512f && sys::cpu_info().features.avx512bw;
     auto* const from = reinterpret_cast<const std::uint8_t*>(src);
     auto* const to = reinterpret_cast<std::uint8_t*>(dst);
+    if (rows == 6 && dst_stride == 24 && avx512)
+        for (; k + 64 <= K; k += 64) interleave_six_rows(from + k, src_stride, to + (k / 4) * dst_stride);
+    else if (rows > 8 && avx512)
+        for (; k + 64 <= K; k += 64)
+            transpose_groups_16x16(from + k, src_stride, rows, to + (k / 4) * dst_stride, dst_stride);
+    if (rows > 8) {  // the rest of K, eight rows at a time
+        scatter_rows_in_fours(src + k, src_stride, 8, K - k, dst_stride, dst + (k / 4) * dst_stride);
+        scatter_rows_in_fours(src + 8 * src_stride + k, src_stride, rows - 8, K - k, dst_stride,
+                              dst + (k / 4) * dst_stride + 32);
+        return;
+    }
     if (rows == 8 && avx2)
         for (; k + 32 <= K; k += 32) transpose_groups_8x8(from + k, src_stride, to + (k / 4) * dst_stride, dst_stride);
     else if (rows > 1 && masked)
@@ -217,11 +284,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void column_sums_v
 #endif
 
 /// The columns of sliver @p s of a transposed B (stored N x K, so each column is a
-/// contiguous row of B) into the sliver at @p dst, eight at a time.
+/// contiguous row of B) into the sliver at @p dst, sixteen at a time.
 inline void scatter_transposed_columns(const Int8GemmArgs& g, std::int64_t s, std::int64_t width, std::int64_t columns,
                                        std::int8_t* dst) {
-    for (std::int64_t c = 0; c < columns; c += 8)
-        scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(8, columns - c), g.K,
+    for (std::int64_t c = 0; c < columns; c += 16)
+        scatter_rows_in_fours(g.B + (s * width + c) * g.ldb, g.ldb, std::min<std::int64_t>(16, columns - c), g.K,
                               width * 4, dst + c * 4);
 }
 
