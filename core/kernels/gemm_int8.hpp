@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/aligned_vector.hpp"
+
 #include "numerics/quantize.hpp"
 
 namespace gl::kernels {
@@ -41,7 +43,9 @@ struct Int8PackedB {
     std::int64_t K = 0;                     ///< rows of op(B)
     std::int64_t width = 0;                 ///< columns per sliver (the kernel's micro-tile width)
     std::int64_t kp = 0;                    ///< K padded to the kernel's multiple
-    std::vector<std::int8_t> data;          ///< [slivers][kp / 4][width][4], zero past the edges
+    /// [slivers][kp / 4][width][4], zero past the edges; on cache lines, so a micro-kernel's
+    /// 64-byte loads of a sliver never straddle two
+    AlignedVector<std::int8_t> data;
     std::vector<std::int32_t> column_sums;  ///< sum over K of each column
 };
 

@@ -476,9 +476,11 @@ inline const PackedB& packed_b_for(const Int8GemmArgs& g, const Blocking& bl, st
 /// that allocated its packing buffers afresh in every call would have the kernel hand it
 /// new pages each time, and touching those for the first time costs more than packing
 /// into them (a 4 MB operand at N = 2048: a thousand page faults, about a millisecond in
-/// this VM, against 0.3 ms for the packing itself).
+/// this VM, against 0.3 ms for the packing itself). The buffers are cache-line aligned
+/// (AlignedVector): a std::vector of more than 128 KiB starts 16 bytes into a line, and
+/// a packed operand read there by 64-byte loads has every load straddle two lines.
 template <class T>
-T* reused_buffer(std::vector<T>& buffer, std::int64_t count) {
+T* reused_buffer(AlignedVector<T>& buffer, std::int64_t count) {
     if (static_cast<std::int64_t>(buffer.size()) < count) buffer.resize(static_cast<std::size_t>(count));
     return buffer.data();
 }
@@ -544,8 +546,8 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
     thread_local PackedB own_b;
     const PackedB& b = packed_b_for(g, bl, kp, own_b);
-    thread_local std::vector<std::uint8_t> a_buffer;
-    thread_local std::vector<std::int32_t> row_sum_buffer;
+    thread_local AlignedVector<std::uint8_t> a_buffer;
+    thread_local AlignedVector<std::int32_t> row_sum_buffer;
     std::uint8_t* const a = reused_buffer(a_buffer, round_up(g.M, bl.mr) * kp);
     std::int32_t* const row_sums = g.b_zero_point ? reused_buffer(row_sum_buffer, g.M) : nullptr;
     pack_a_all(g, bl.mr, bl.a_group, kp, a, row_sums);
@@ -560,7 +562,7 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
     const bool one_pass = kp <= bl.kc;
     // The direct kernel's column terms, za * column sum (wrapping like the epilogue).
     const bool use_direct = direct && one_pass && !g.requant && !bl.column_major;
-    thread_local std::vector<std::int32_t> column_term_buffer;
+    thread_local AlignedVector<std::int32_t> column_term_buffer;
     std::int32_t* const column_terms = use_direct ? reused_buffer(column_term_buffer, g.N) : nullptr;
     if (use_direct)
         for (std::int64_t j = 0; j < g.N; ++j)
@@ -568,7 +570,7 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
                                                         static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
     const bool stream = use_direct && stream_c(g);
     parallel_run(threads, [&](int) {
-        thread_local std::vector<std::int32_t> tile_buffer;
+        thread_local AlignedVector<std::int32_t> tile_buffer;
         std::int32_t* const tiles = reused_buffer(tile_buffer, one_pass ? bl.mr * bl.nr : mc_tiles * bl.mr * bl.nc);
         for (std::int64_t t = next_block++; t < blocks; t = next_block++) {
             const std::int64_t ib = t / col_blocks, jb = t % col_blocks;

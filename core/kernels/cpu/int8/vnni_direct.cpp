@@ -150,7 +150,7 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     if (!g.packed_b) int8::size_packed_b(g, kNR, kp, mine);
     const int8::PackedB& b = g.packed_b ? int8::packed_b_for(g, bl, kp, mine) : mine;
     SliverGate gate(g.packed_b ? 0 : int8::round_up(g.N, kNR) / kNR);
-    thread_local std::vector<std::int32_t> row_sum_buffer;
+    thread_local AlignedVector<std::int32_t> row_sum_buffer;
     std::int32_t* const row_sums = g.b_zero_point ? int8::reused_buffer(row_sum_buffer, g.M) : nullptr;
     if (row_sums)
         parallel_for(g.M, 64, [&](std::int64_t first, std::int64_t last) {
@@ -164,7 +164,7 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     const int threads = static_cast<int>(std::min<std::int64_t>(get_num_threads(), blocks));
     const bool one_pass = kp <= kKC;  // then one L1-resident tile serves every tile in turn
     parallel_run(threads, [&](int) {
-        thread_local std::vector<std::int32_t> tile_buffer;
+        thread_local AlignedVector<std::int32_t> tile_buffer;
         std::int32_t* const tiles = int8::reused_buffer(tile_buffer, one_pass ? kMR * kNR : kTiles * kMR * kNC);
         for (std::int64_t t = next_block++; t < blocks; t = next_block++) {
             const std::int64_t i0 = t / col_blocks * kMC, mc = std::min(kMC, g.M - i0);
