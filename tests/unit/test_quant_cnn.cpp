@@ -44,7 +44,7 @@ std::vector<float> random_floats(std::size_t n, float lo, float hi, unsigned see
 
 TEST(Im2colU8, PatchesOfNhwcImagesPaddedWithTheZeroPoint) {
     for (const ConvShape& s : {ConvShape{2, 5, 7, 3, 3, 1, 1}, ConvShape{3, 9, 6, 2, 3, 2, 1}, ConvShape{1, 4, 4, 5, 2, 2, 0},
-                               ConvShape{2, 3, 5, 1, 5, 1, 2}}) {
+                               ConvShape{2, 3, 5, 1, 5, 1, 2}, ConvShape{1, 4, 5, 11, 3, 1, 1}}) {
         const std::vector<std::uint8_t> x = random_u8(static_cast<std::size_t>(s.images * s.height * s.width * s.channels), 1);
         const std::int64_t P = s.out_height(), Q = s.out_width();
         std::vector<std::uint8_t> cols(static_cast<std::size_t>(s.images * P * Q * s.patch()), 1);
@@ -71,20 +71,25 @@ TEST(Im2colU8, PatchesOfNhwcImagesPaddedWithTheZeroPoint) {
 }
 
 TEST(MaxPoolU8, LargestByteOfEachWindowPerChannel) {
-    const std::int64_t N = 2, H = 7, W = 5, C = 3, k = 2;  // odd sides: the last row and column are dropped
-    const std::vector<std::uint8_t> x = random_u8(N * H * W * C, 2);
-    std::vector<std::uint8_t> y(N * (H / k) * (W / k) * C);
-    max_pool_u8(x.data(), N, H, W, C, k, y.data());
-    for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t p = 0; p < H / k; ++p)
-            for (std::int64_t q = 0; q < W / k; ++q)
-                for (std::int64_t c = 0; c < C; ++c) {
-                    int want = 0;
-                    for (std::int64_t r = 0; r < k; ++r)
-                        for (std::int64_t t = 0; t < k; ++t)
-                            want = std::max(want, int(x[((n * H + p * k + r) * W + q * k + t) * C + c]));
-                    ASSERT_EQ(int(y[((n * (H / k) + p) * (W / k) + q) * C + c]), want);
-                }
+    // Odd sides (the last row and column are dropped), windows of 2 and 3, channel runs
+    // shorter and longer than the 8 bytes copied at a time.
+    for (const auto& [C, k] : {std::pair<std::int64_t, std::int64_t>{3, 2}, {1, 2}, {17, 3}}) {
+        const std::int64_t N = 2, H = 7, W = 5;
+        const std::vector<std::uint8_t> x = random_u8(N * H * W * C, 2);
+        std::vector<std::uint8_t> y(N * (H / k) * (W / k) * C);
+        max_pool_u8(x.data(), N, H, W, C, k, y.data());
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t p = 0; p < H / k; ++p)
+                for (std::int64_t q = 0; q < W / k; ++q)
+                    for (std::int64_t c = 0; c < C; ++c) {
+                        int want = 0;
+                        for (std::int64_t r = 0; r < k; ++r)
+                            for (std::int64_t t = 0; t < k; ++t)
+                                want = std::max(want, int(x[((n * H + p * k + r) * W + q * k + t) * C + c]));
+                        ASSERT_EQ(int(y[((n * (H / k) + p) * (W / k) + q) * C + c]), want)
+                            << C << " channels, window " << k;
+                    }
+    }
 }
 
 // Float NCHW -> UINT8 NHWC with parameters @p p.
