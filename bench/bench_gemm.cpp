@@ -14,6 +14,7 @@
 
 #include "base/rng.hpp"
 #include "hw/probes.hpp"
+#include "kernels/cpu/peers/peers.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
 #include "testkit/aligned.hpp"
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
     for (int t : {1, 2}) g_peak[t] = gl::hw::best_fp32_peak_gflops(t, 0.2);
     benchmark::AddCustomContext("fp32_peak_gflops_1_thread", std::to_string(g_peak[1]));
     benchmark::AddCustomContext("fp32_peak_gflops_2_threads", std::to_string(g_peak[2]));
+    // Which OpenBLAS kernels the "openblas" rows ran (tools/peers/openblas_core.py).
+    benchmark::AddCustomContext("openblas_core", gl::kernels::openblas_core());
     for (const auto& kernel : gl::kernels::gemm_kernels()) {
         // CPU kernels only: the CUDA family has its own benchmarks (cuda_cpu_gemm_bench,
         // cuda_gemm_gpu_bench).

@@ -15,6 +15,7 @@ from pathlib import Path
 PEERS = Path(__file__).resolve().parents[2] / "tools" / "peers"
 sys.path.insert(0, str(PEERS))
 import compare_simplenet  # noqa: E402
+import openblas_core  # noqa: E402
 import simplenet_torch  # noqa: E402
 
 
@@ -71,6 +72,16 @@ class CnnModel(unittest.TestCase):
         conv1 = model[1]
         self.assertLessEqual(conv1.weight.abs().max().item(), (6.0 / 9) ** 0.5)
         self.assertEqual(conv1.bias.abs().max().item(), 0.0)
+
+
+class OpenBlasCore(unittest.TestCase):
+    def test_reports_the_kernels_the_environment_asks_for(self):
+        # OPENBLAS_CORETYPE decides at load time, in the fresh process the probe starts.
+        core = openblas_core.chosen_core({"OPENBLAS_CORETYPE": "Haswell"})
+        if core == "no OpenBLAS":
+            self.skipTest("OpenBLAS is not installed")
+        self.assertEqual(core, "Haswell")
+        self.assertEqual(openblas_core.chosen_core({"OPENBLAS_CORETYPE": "Prescott"}), "Prescott")
 
 
 class CompareCnnArguments(unittest.TestCase):

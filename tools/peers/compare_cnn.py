@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_simplenet import ROOT, run_gradlab, run_torch, torch_python  # noqa: E402
+from openblas_core import chosen_core  # noqa: E402
 
 
 def main() -> int:
@@ -95,12 +96,13 @@ def main() -> int:
         if args.baseline:
             base = min(e["seconds"] for e in epochs["baseline"]) / min(e["seconds"] for e in epochs["pytorch"])
             print(f"baseline / PyTorch, best epoch time: {base:.2f}")
+        print(f"PyTorch's matmul ran OpenBLAS's {chosen_core()} kernels (tools/peers/openblas_core.py says why it matters)")
     else:
         print(f"{'pytorch':10} not installed (apt-get install python3-torch)")
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
                                          "limit": args.limit, "allocator": args.allocator, "rows": rows,
-                                         "ours_over_pytorch": ratio},
+                                         "ours_over_pytorch": ratio, "openblas_core": chosen_core()},
                                         indent=2) + "\n")
     return 0
 

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from openblas_core import chosen_core
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 TORCH_SCRIPT = HERE / "simplenet_torch.py"
@@ -127,11 +129,14 @@ def main() -> int:
         rows.append(row)
         print(f"{name:38} {row['best_seconds']:8.2f} {row['median_seconds']:9.2f} "
               f"{row['ratio_to_ours']:7.2f} {row['test_accuracy']:9.4f}")
-    if not python:
+    core = chosen_core()
+    if python:
+        print(f"PyTorch's matmul ran OpenBLAS's {core} kernels (tools/peers/openblas_core.py says why it matters)")
+    else:
         print(f"{'pytorch':38} not installed (apt-get install python3-torch)")
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
-                                         "rows": rows, "pytorch": bool(python)}, indent=2) + "\n")
+                                         "rows": rows, "pytorch": bool(python), "openblas_core": core}, indent=2) + "\n")
     return 0
 
 

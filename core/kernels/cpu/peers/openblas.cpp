@@ -43,10 +43,14 @@ void dgemm_openblas(const GemmArgs<double>& g) {
 }  // namespace
 
 std::optional<GemmKernel> gemm_openblas_kernel() {
-    return GemmKernel{"openblas", "OpenBLAS cblas_sgemm (peer library)", &sgemm_openblas, &dgemm_openblas};
+    return GemmKernel{"openblas", "OpenBLAS cblas_sgemm (peer library, its " + openblas_core() + " kernels)",
+                      &sgemm_openblas, &dgemm_openblas};
 }
+
+std::string openblas_core() { return openblas_get_corename(); }
 #else
 std::optional<GemmKernel> gemm_openblas_kernel() { return std::nullopt; }
+std::string openblas_core() { return ""; }
 #endif
 
 }  // namespace gl::kernels

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/gemm.hpp"
@@ -26,6 +27,10 @@ namespace gl::kernels {
 // One function per peer's file; nullopt when the build did not find the library.
 GemmKernel gemm_eigen_kernel();
 std::optional<GemmKernel> gemm_openblas_kernel();
+/// The kernels OpenBLAS chose when it was loaded ("Cooperlake", "Haswell", ...; from
+/// OPENBLAS_CORETYPE where that is set, tools/peers/openblas_core.py says why it matters),
+/// or "" in a build without OpenBLAS.
+std::string openblas_core();
 std::optional<GemmKernel> gemm_onednn_kernel();
 // oneDNN's INT8 GEMM (dnnl_gemm_u8s8s32), the peer of the INT8 family (kernels/gemm_int8.hpp).
 std::optional<Int8GemmKernel> gemm_int8_onednn_kernel();

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Which kernels OpenBLAS (and so PyTorch's matmul, which calls it) runs in this environment.
+
+OpenBLAS picks its kernels once, when it is loaded, from the CPU model, unless
+OPENBLAS_CORETYPE names them. Some machines set that variable (with OPENBLAS_L2_SIZE) for
+every process, because older OpenBLAS builds compute wrong results or crash on their
+processor; the project's Zen 5 machines set "Haswell", AVX2 kernels that run at half the
+speed of the AVX-512 "Cooperlake" ones OpenBLAS picks there by itself (PyTorch's 1024 x
+1024 matmul on 2 threads: 233 against 446 GFLOP/s). Tests and CI keep the environment as it
+is; a measurement against OpenBLAS or PyTorch says which kernels it ran, and is made with
+both variables unset in that command alone where the default kernels compute correctly
+(docs/results say where that was checked):
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 tools/peers/compare_simplenet.py ...
+
+    python3 tools/peers/openblas_core.py     the kernels OpenBLAS runs with this environment
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_PROBE = ("import ctypes, ctypes.util\n"
+          "name = ctypes.util.find_library('openblas')\n"
+          "if name:\n"
+          "    lib = ctypes.CDLL(name)\n"
+          "    lib.openblas_get_corename.restype = ctypes.c_char_p\n"
+          "    print(lib.openblas_get_corename().decode())\n")
+
+
+def chosen_core(env: dict[str, str] | None = None) -> str:
+    """The kernels ("Haswell", "Cooperlake", ...) OpenBLAS picks when loaded with @p env
+    (os.environ by default), asked in a fresh process since it decides once, at load time;
+    "no OpenBLAS" where there is none."""
+    p = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env)
+    return p.stdout.strip() or "no OpenBLAS"
+
+
+if __name__ == "__main__":
+    print(chosen_core())
