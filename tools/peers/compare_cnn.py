@@ -89,6 +89,7 @@ def main() -> int:
                      "test_accuracy": runs[-1]["test_accuracy"]})
         print(f"{name:10} {min(times):8.2f} {medians[name]:9.2f} {runs[-1]['test_accuracy']:9.4f}")
     ratio = None
+    core = chosen_core()
     if python:
         # best epochs: the first gradlab epoch also times every algorithm once (the autotuner)
         ratio = min(e["seconds"] for e in epochs["gradlab"]) / min(e["seconds"] for e in epochs["pytorch"])
@@ -96,13 +97,13 @@ def main() -> int:
         if args.baseline:
             base = min(e["seconds"] for e in epochs["baseline"]) / min(e["seconds"] for e in epochs["pytorch"])
             print(f"baseline / PyTorch, best epoch time: {base:.2f}")
-        print(f"PyTorch's matmul ran OpenBLAS's {chosen_core()} kernels (tools/peers/openblas_core.py says why it matters)")
+        print(f"PyTorch's matmul ran OpenBLAS's {core} kernels (tools/peers/openblas_core.py says why it matters)")
     else:
         print(f"{'pytorch':10} not installed (apt-get install python3-torch)")
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "epochs": args.epochs, "rounds": args.rounds,
                                          "limit": args.limit, "allocator": args.allocator, "rows": rows,
-                                         "ours_over_pytorch": ratio, "openblas_core": chosen_core()},
+                                         "ours_over_pytorch": ratio, "openblas_core": core},
                                         indent=2) + "\n")
     return 0
 

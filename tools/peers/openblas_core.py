@@ -20,20 +20,28 @@ from __future__ import annotations
 import subprocess
 import sys
 
-_PROBE = ("import ctypes, ctypes.util\n"
-          "name = ctypes.util.find_library('openblas')\n"
-          "if name:\n"
-          "    lib = ctypes.CDLL(name)\n"
-          "    lib.openblas_get_corename.restype = ctypes.c_char_p\n"
-          "    print(lib.openblas_get_corename().decode())\n")
+# libblas.so.3 is the BLAS that PyTorch and numpy load (Debian's alternatives pick the
+# implementation); only OpenBLAS has openblas_get_corename.
+_PROBE = ("import ctypes\n"
+          "try:\n"
+          "    lib = ctypes.CDLL('libblas.so.3')\n"
+          "except OSError:\n"
+          "    print('no BLAS')\n"
+          "else:\n"
+          "    if hasattr(lib, 'openblas_get_corename'):\n"
+          "        lib.openblas_get_corename.restype = ctypes.c_char_p\n"
+          "        print(lib.openblas_get_corename().decode())\n"
+          "    else:\n"
+          "        print('not OpenBLAS')\n")
 
 
 def chosen_core(env: dict[str, str] | None = None) -> str:
     """The kernels ("Haswell", "Cooperlake", ...) OpenBLAS picks when loaded with @p env
-    (os.environ by default), asked in a fresh process since it decides once, at load time;
-    "no OpenBLAS" where there is none."""
+    (os.environ by default) as the system's BLAS, asked in a fresh process since it decides
+    once, at load time; "not OpenBLAS" or "no BLAS" where the system's BLAS is another or
+    missing."""
     p = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env)
-    return p.stdout.strip() or "no OpenBLAS"
+    return p.stdout.strip() or "no BLAS"
 
 
 if __name__ == "__main__":

@@ -28,11 +28,9 @@
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
-#include "kernels/cpu/transpose16.hpp"
-#endif
-
-#if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "kernels/cpu/transpose16.hpp"
 #endif
 
 namespace gl::kernels::int8 {
@@ -121,12 +119,6 @@ __attribute__((target("avx512f,avx512bw"))) inline void transpose_groups_16x16(c
     for (int g = 0; g < 16; ++g) _mm512_mask_storeu_ps(dst + g * dst_stride, present, column[g]);
 }
 
-/// Six rows of sixteen 4-byte groups into one contiguous run of 16 x 6 groups (the layout
-/// of a 6-row sliver of A: group g of row r at dst + 24 g + 4 r). Output vector j holds
-/// the groups 16 j .. 16 j + 15 of that run, and run position p comes from row p % 6,
-/// group p / 6: one permute of each row into each output vector, under the mask of the
-/// positions that row owns. 36 permutes and 6 full stores for 384 bytes, where the 8 x 8
-/// transposes with six rows take 48 shuffles and 16 masked stores of 24 bytes.
 /// Where each position of interleave_six_rows' output vectors comes from.
 struct SixRowPlan {
     std::int32_t group_of[6][16] = {};  ///< [vector j][lane t]: the group position 16 j + t holds
@@ -141,6 +133,12 @@ struct SixRowPlan {
     }
 };
 
+/// Six rows of sixteen 4-byte groups into one contiguous run of 16 x 6 groups (the layout
+/// of a 6-row sliver of A: group g of row r at dst + 24 g + 4 r). Output vector j holds
+/// the groups 16 j .. 16 j + 15 of that run, and run position p comes from row p % 6,
+/// group p / 6: one permute of each row into each output vector, under the mask of the
+/// positions that row owns. 36 permutes and 6 full stores for 384 bytes, where the 8 x 8
+/// transposes with six rows take 48 shuffles and 16 masked stores of 24 bytes.
 __attribute__((target("avx512f"))) inline void interleave_six_rows(const std::uint8_t* src, std::int64_t src_stride,
                                                                    std::uint8_t* dst) {
     static constexpr SixRowPlan plan;
