@@ -2,6 +2,8 @@
 #include "verdicts_l12.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace gl::claims {
 
@@ -12,6 +14,12 @@ double best_of(const Q1Model& m, bool per_channel, bool qat) {
     for (const auto& v : m.variants)
         if (v.per_channel == per_channel && v.qat == qat) best = std::max(best, v.accuracy);
     return best;
+}
+
+// "0.25 points below FP32" for a drop of 0.25 points of accuracy, "0.11 points above FP32"
+// for a drop of -0.11 (quantized at least as good as float).
+std::string against_fp32(double drop) {
+    return fixed(std::abs(drop), 2) + (drop > 0 ? " points below FP32" : " points above FP32");
 }
 
 }  // namespace
@@ -27,8 +35,8 @@ Judgement judge_q1(const Q1Measured& m) {
             return {Verdict::NotRun, model.name + ": no per-channel PTQ, no QAT or no INT8 file was measured"};
         const double ptq_drop = 100.0 * (model.fp32_accuracy - ptq), qat_drop = 100.0 * (model.fp32_accuracy - qat);
         const double ratio = model.float_file_bytes / model.int8_file_bytes;
-        numbers += model.name + ": per-channel PTQ " + fixed(ptq_drop, 2) + " points below FP32, QAT " + fixed(qat_drop, 2) +
-                   " points, INT8 file " + fixed(ratio, 2) + "x smaller; ";
+        numbers += model.name + ": per-channel PTQ " + against_fp32(ptq_drop) + ", QAT " + against_fp32(qat_drop) +
+                   ", INT8 file " + fixed(ratio, 2) + "x smaller; ";
         if (ptq_drop > 1.0) failed.push_back(model.name + " per-channel PTQ loses more than 1 point");
         if (qat_drop > 0.5) failed.push_back(model.name + " QAT loses more than 0.5 point");
         if (ratio < 4.0 * 0.95 || ratio > 4.0 * 1.05) failed.push_back(model.name + " INT8 file is not 4x smaller within 5%");

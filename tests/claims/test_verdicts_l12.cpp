@@ -24,6 +24,16 @@ Q1Measured holding() {
 
 TEST(ClaimsQ1, ReproducedWhenEveryPartHolds) { EXPECT_EQ(judge_q1(holding()).verdict, Verdict::Reproduced); }
 
+// A quantized model that beats FP32 is said to be above it, not "-0.4 points below".
+TEST(ClaimsQ1, SaysWhetherQuantizedAccuracyIsBelowOrAboveFp32) {
+    Q1Measured m = holding();
+    m.models[0].variants[1].accuracy = m.models[0].fp32_accuracy - 0.015;
+    m.models[0].variants[2].accuracy = m.models[0].fp32_accuracy + 0.004;
+    const std::string why = judge_q1(m).why;
+    EXPECT_NE(why.find("per-channel PTQ 1.50 points below FP32"), std::string::npos) << why;
+    EXPECT_NE(why.find("QAT 0.40 points above FP32"), std::string::npos) << why;
+}
+
 TEST(ClaimsQ1, EachPartCanFailOnItsOwn) {
     for (std::size_t model : {0u, 1u}) {
         Q1Measured ptq = holding();

@@ -4,9 +4,9 @@
 OpenBLAS picks its kernels once, when it is loaded, from the CPU model, unless
 OPENBLAS_CORETYPE names them. Some machines set that variable (with OPENBLAS_L2_SIZE) for
 every process, because older OpenBLAS builds compute wrong results or crash on their
-processor; the project's Zen 5 machines set "Haswell", AVX2 kernels that run at half the
-speed of the AVX-512 "Cooperlake" ones OpenBLAS picks there by itself (PyTorch's 1024 x
-1024 matmul on 2 threads: 233 against 446 GFLOP/s). Tests and CI keep the environment as it
+processor; the project's Zen 5 machines set "Haswell", AVX2 kernels that run at about half
+the speed of the AVX-512 "Cooperlake" ones OpenBLAS picks there by itself (PyTorch's 1024 x
+1024 matmul on 2 threads: 242 against 438 GFLOP/s). Tests and CI keep the environment as it
 is; a measurement against OpenBLAS or PyTorch says which kernels it ran, and is made with
 both variables unset in that command alone where the default kernels compute correctly
 (docs/results say where that was checked):
