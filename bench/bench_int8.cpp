@@ -28,6 +28,7 @@
 #include "quant/quantized_mlp.hpp"
 #include "testkit/aligned.hpp"
 #include "testkit/random.hpp"
+#include "warm_up.hpp"
 
 namespace {
 
@@ -80,6 +81,7 @@ void run_int8(benchmark::State& state, const gl::kernels::Int8GemmKernel& kernel
                                 fused ? &rq : nullptr};
     const gl::kernels::Int8PackedB packed = gl::kernels::pack_int8_weights(kernel, g);
     if (prepacked) g.packed_b = &packed;
+    gl::bench::warm_up([&] { kernel.fn(g); });  // bench/warm_up.hpp says why
     for (auto _ : state) {
         kernel.fn(g);
         benchmark::ClobberMemory();
@@ -93,6 +95,7 @@ void run_fp32(benchmark::State& state, const gl::kernels::GemmKernel& kernel, co
     const auto B = gl::testkit::aligned(gl::testkit::random_floats(static_cast<std::size_t>(p.K * p.N), 2));
     gl::testkit::AlignedVector<float> C(static_cast<std::size_t>(p.M * p.N));
     const auto g = gl::kernels::dense_gemm_args(false, true, p.M, p.N, p.K, A.data(), B.data(), C.data());
+    gl::bench::warm_up([&] { kernel.sgemm(g); });
     for (auto _ : state) {
         kernel.sgemm(g);
         benchmark::ClobberMemory();
