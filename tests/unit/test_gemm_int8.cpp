@@ -312,7 +312,7 @@ TEST(Int8GemmDispatch, PicksTheMostCapablePathThisCpuHas) {
     const auto& f = sys::cpu_info().features;
     const std::string best = best_int8_gemm().name;
     if (f.amx_tile && f.amx_int8) EXPECT_EQ(best, "int8_amx");
-    else if (f.avx512_vnni && f.avx512bw) EXPECT_EQ(best, "int8_vnni_rows");
+    else if (f.avx512_vnni && f.avx512bw) EXPECT_EQ(best, "int8_vnni_direct");
     else EXPECT_EQ(best, "int8_portable");
     EXPECT_FALSE(best_int8_gemm().peer);
     EXPECT_THROW(find_int8_gemm("int8_magic"), Error);

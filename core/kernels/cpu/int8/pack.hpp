@@ -19,7 +19,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.hpp"
@@ -515,16 +517,52 @@ inline bool stream_c(const Int8GemmArgs& g) {
 /// tile, compensated, into C itself (DirectTile), in place of the epilogue's per-row calls.
 using DirectMicro = void (*)(std::int64_t kc, const std::uint8_t* a, const std::int8_t* b, const DirectTile& out);
 
+/// Which B slivers are packed, when B is packed inside a GEMM's loop rather than up
+/// front: each sliver is packed once, by the first thread to ask for it; a thread asking
+/// while another packs it waits until it is done.
+class SliverGate {
+public:
+    /// A gate for @p slivers slivers, none packed yet.
+    explicit SliverGate(std::int64_t slivers)
+        : state_(std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(slivers))) {
+        for (std::int64_t s = 0; s < slivers; ++s) state_[s].store(kUnpacked, std::memory_order_relaxed);
+    }
+    /// Returns once sliver @p s is packed, calling pack(s) if no thread has started it.
+    template <class Pack>
+    void ensure(std::int64_t s, Pack pack) {
+        std::atomic<int>& st = state_[s];
+        if (st.load(std::memory_order_acquire) == kPacked) return;
+        int expected = kUnpacked;
+        if (st.compare_exchange_strong(expected, kPacking, std::memory_order_acq_rel)) {
+            pack(s);
+            st.store(kPacked, std::memory_order_release);  // what pack(s) wrote, published
+            return;
+        }
+        while (st.load(std::memory_order_acquire) != kPacked) std::this_thread::yield();
+    }
+
+private:
+    static constexpr int kUnpacked = 0, kPacking = 1, kPacked = 2;
+    std::unique_ptr<std::atomic<int>[]> state_;
+};
+
 /// The blocked GEMM around @p micro(kc, a, b, tile, accumulate), which adds (or, when
 /// accumulate is false, writes) the raw sums of one A sliver x B sliver over kc values of
 /// K into the MR x NR INT32 @p tile (row-major, or column-major: Blocking::column_major).
 ///
-/// Both operands are packed once per call, up front, each by both threads in parallel:
-/// B unless the caller packed it beforehand (Int8GemmArgs::packed_b: a layer's weights,
-/// packed when the layer is built), and all of A. Packing A block by block, inside the
-/// loop below, would have each thread pack the same rows again whenever the two threads
-/// share a row of blocks, which they do all the time. The packed operands and the tile
-/// buffers live in per-thread buffers that are reused from call to call (reused_buffer).
+/// All of A is packed once per call, up front, by both threads in parallel. Packing A
+/// block by block, inside the loop below, would have each thread pack the same rows again
+/// whenever the two threads share a row of blocks, which they do all the time (and
+/// packing a row of blocks on first use, behind a gate, made the other thread wait for
+/// it: 5% slower at N = 1024). B, unless the caller packed it beforehand
+/// (Int8GemmArgs::packed_b: a layer's weights, packed when the layer is built), is packed
+/// sliver by sliver inside the loop, by the first thread that needs each (SliverGate), as
+/// int8_vnni_direct does: the two threads start on different column blocks, so each packs
+/// its own slivers while the other multiplies, the sliver is still in the packer's L2 for
+/// its first tiles, and the call has one parallel region instead of two (at N = 1024 and
+/// 2048, 0-1% faster than packing B up front in blocks of calls alternated in one
+/// process: within this host's noise). The packed operands and the tile buffers live in per-thread buffers that are
+/// reused from call to call (reused_buffer).
 ///
 /// The result is cut into blocks of MC rows x NC columns. The intra-op threads take
 /// blocks from a shared atomic counter, one at a time, rather than a fixed share each:
@@ -543,7 +581,11 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
     check(bl.mc % bl.mr == 0, "int8 blocked_gemm: MC must be a multiple of MR (blocks start on an A sliver)");
     const std::int64_t kp = round_up(std::max<std::int64_t>(g.K, 1), bl.k_align);
     thread_local PackedB own_b;
-    const PackedB& b = packed_b_for(g, bl, kp, own_b);
+    PackedB& mine = own_b;  // the calling thread's buffer, named so the workers use it too
+    const bool pack_b_in_loop = !g.packed_b;
+    if (pack_b_in_loop) size_packed_b(g, bl.nr, kp, mine);
+    const PackedB& b = pack_b_in_loop ? mine : packed_b_for(g, bl, kp, mine);
+    SliverGate b_gate(pack_b_in_loop ? round_up(g.N, bl.nr) / bl.nr : 0);
     thread_local AlignedVector<std::uint8_t> a_buffer;
     thread_local AlignedVector<std::int32_t> row_sum_buffer;
     std::uint8_t* const a = reused_buffer(a_buffer, round_up(g.M, bl.mr) * kp);
@@ -562,10 +604,12 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
     const bool use_direct = direct && one_pass && !g.requant && !bl.column_major;
     thread_local AlignedVector<std::int32_t> column_term_buffer;
     std::int32_t* const column_terms = use_direct ? reused_buffer(column_term_buffer, g.N) : nullptr;
-    if (use_direct)
-        for (std::int64_t j = 0; j < g.N; ++j)
+    auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {  // from the column sums of packed B
+        for (std::int64_t j = j0; j < j1; ++j)
             column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.a_zero_point) *
                                                         static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
+    };
+    if (use_direct && !pack_b_in_loop) fill_column_terms(0, g.N);
     const bool stream = use_direct && stream_c(g);
     parallel_run(threads, [&](int) {
         thread_local AlignedVector<std::int32_t> tile_buffer;
@@ -581,7 +625,12 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
             for (std::int64_t pc = 0; pc < kp; pc += bl.kc) {
                 const std::int64_t kc = std::min(bl.kc, kp - pc);
                 const bool last_pass = pc + kc == kp;
-                for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr)
+                for (std::int64_t jr = j0; jr < j0 + nc; jr += bl.nr) {
+                    if (pack_b_in_loop && pc == 0)
+                        b_gate.ensure(jr / bl.nr, [&](std::int64_t s) {
+                            pack_b_sliver(g, s, mine);
+                            if (use_direct) fill_column_terms(s * bl.nr, std::min(g.N, (s + 1) * bl.nr));
+                        });
                     for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
                         // Slivers are K-major, so K range [pc, pc + kc) of each is contiguous.
                         const std::uint8_t* a_sliver = a + (i0 + ir) * kp + pc * bl.mr;
@@ -599,6 +648,7 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
                                      i0 + ir, jr, std::min(bl.mr, mc - ir), std::min(bl.nr, j0 + nc - jr),
                                      row_sums ? row_sums + i0 + ir : nullptr, b.column_sums.data());
                     }
+                }
             }
         }
 #if defined(__x86_64__)

@@ -13,7 +13,7 @@
 ///                 vnni_rows.cpp the same instruction on a row-major 6 x 64 tile, K up
 ///                               to 2048 summed in registers (oneDNN's layout)
 ///                 vnni_direct.cpp that tile with A broadcast in place from the caller's
-///                               rows: only B is packed
+///                               rows: only B is packed (what dispatch picks)
 ///   AMX-INT8      amx.cpp       tdpbusd on 16 x 64 by 64 x 16 tiles (Sapphire Rapids and
 ///                               later); compiled everywhere, run only where the CPU has AMX
 ///
@@ -41,11 +41,12 @@ Int8GemmKernel gemm_int8_amx_kernel();
 
 /// The oracle, then the paths from the portable one to the most capable.
 inline std::vector<Int8GemmKernel> cpu_int8_gemm_paths() {
-    // int8_vnni_direct comes before int8_vnni_rows, so dispatch (the last path this CPU
-    // can run) keeps int8_vnni_rows: direct was 1-6% faster on the square problems but
-    // 3-5% slower on two of the CNN's layer shapes (docs/results/2026-12-03-q1-cnn.md).
-    return {gemm_int8_naive_kernel(),      gemm_int8_portable_kernel(), gemm_int8_vnni_kernel(),
-            gemm_int8_vnni_direct_kernel(), gemm_int8_vnni_rows_kernel(), gemm_int8_amx_kernel()};
+    // int8_vnni_direct last, so dispatch (the last path this CPU can run) picks it: with its
+    // A broadcast straight from memory and full tiles summed into C, it runs the square
+    // problems 1-2% faster than int8_vnni_rows and the MLP's and CNN's INT8 inference
+    // 4-15% faster (bench_int8, docs/results/2026-12-04-late.md).
+    return {gemm_int8_naive_kernel(),    gemm_int8_portable_kernel(),   gemm_int8_vnni_kernel(),
+            gemm_int8_vnni_rows_kernel(), gemm_int8_vnni_direct_kernel(), gemm_int8_amx_kernel()};
 }
 
 }  // namespace gl::kernels

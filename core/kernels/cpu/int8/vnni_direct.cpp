@@ -20,7 +20,9 @@
 //    micro-kernel; B is packed with zeros past K, so the padding adds nothing.
 //  - The M edge. A last tile with fewer than six rows points its missing rows at its last
 //    real row: they compute sums nobody writes (the epilogue writes the real rows only),
-//    and no byte outside A is read.
+//    and no byte outside A is read. Such tiles, partial column slivers, a K tail, K in
+//    more than one pass and the fused requantization go through the tile buffer and the
+//    epilogue; only full tiles of an INT32 result are summed straight into C.
 //  - The zero point of B. The row sums of A (needed only when zb != 0) were a by-product
 //    of packing; here they are summed in a separate parallel pass, only in that case.
 //
@@ -32,9 +34,18 @@
 // and the sliver (128 KiB at K = 2048) is still in the packer's L2 when its tiles read
 // it. A thread that needs a sliver the other is packing waits for it (it is a small
 // part of the call; blocks sharing a sliver come later in the order).
-#include <memory>
-#include <thread>
-
+//
+// Two things the compiler needed to be told, which made this path the fastest (it had run
+// N = 1024 on one thread 20% slower than int8_vnni_rows, 2648 against 2165 us):
+//  - The broadcast of a row's four bytes is a vpbroadcastd from memory (asm in step()).
+//    Left to itself, GCC loaded some of the six into a general register and broadcast
+//    from there, a register transfer per row and step, and spilled an accumulator.
+//  - The prefetch once per 64-byte line is hoisted out of the step: a loop over 16
+//    steps, not a test in each.
+// And, as int8_vnni_rows does, a full tile of an INT32 result over all of K goes from
+// the registers straight into C, its sum started at the zero-point terms (sum_into_c).
+// After both: N = 1024 on one thread 2112 us against int8_vnni_rows' 2134, on two 1078
+// against 1100 (oneDNN's GEMM 1090).
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
 #include "kernels/cpu/int8/zmm_tile.hpp"
@@ -56,35 +67,66 @@ bool has_vnni() {
 }
 
 #if defined(__x86_64__)
-// tile (kMR x kNR, row-major) = (accumulate ? tile : 0) + sum over the @p groups groups of
-// four K values of row[r][4 g .. 4 g + 3] x b's group g. row[r] points at row r's first K
-// value of this pass, in the caller's A; b is a packed B sliver at the same K, [groups][64][4].
+// One group of four K values: acc += row[r]'s group @p at (broadcast from where the caller
+// keeps it) x the four B vectors at @p b.
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void step(
+    __m512i (&acc)[kMR][kNR / 16], const std::uint8_t* const (&row)[kMR], std::int64_t at, const std::int8_t* b) {
+    constexpr int kVectors = kNR / 16;
+    __m512i bv[kVectors];  // 64 columns, four K each
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_loadu_si512(b + 64 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+        // vpbroadcastd from memory: through a general register (what GCC makes of a
+        // memcpy into an int32 here) it costs a register transfer per row and step.
+        __m512i ar;
+        asm("vpbroadcastd %1, %0" : "=v"(ar) : "m"(*reinterpret_cast<const std::int32_t*>(row[r] + 4 * at)));
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], ar, bv[v]);
+    }
+}
+
+// acc += the sum over the @p groups groups of four K values of row[r][4 g .. 4 g + 3] x
+// b's group g. row[r] points at row r's first K value of this pass, in the caller's A; b
+// is a packed B sliver at the same K, [groups][64][4].
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void sum_groups(
+    __m512i (&acc)[kMR][kNR / 16], std::int64_t groups, const std::uint8_t* const (&row)[kMR], const std::int8_t* b) {
+    // Sixteen groups at a time (one 64-byte line of each row), the prefetch once per line.
+    std::int64_t g = 0;
+    for (; g + 16 <= groups; g += 16) {
+        // Six rows read 4 bytes a step are six slow streams the hardware prefetcher
+        // follows late when A comes from memory (the block's first B sliver): ask for
+        // each row's line 512 bytes ahead, once per 64-byte line read.
+#pragma GCC unroll 8
+        for (int r = 0; r < kMR; ++r) _mm_prefetch(reinterpret_cast<const char*>(row[r] + 4 * g + 512), _MM_HINT_T0);
+        for (std::int64_t h = g; h < g + 16; ++h, b += 4 * kNR) step(acc, row, h, b);
+    }
+    for (; g < groups; ++g, b += 4 * kNR) step(acc, row, g, b);
+}
+
+// tile (kMR x kNR, row-major) = (accumulate ? tile : 0) + sum_groups.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::int64_t groups,
                                                                            const std::uint8_t* const (&row)[kMR],
                                                                            const std::int8_t* b, std::int32_t* tile,
                                                                            bool accumulate) {
-    constexpr int kVectors = kNR / 16;  // zmm of 16 columns per row
-    __m512i acc[kMR][kVectors];
+    __m512i acc[kMR][kNR / 16];
     int8::load_tile(acc, tile, kNR, accumulate);
-    for (std::int64_t g = 0; g < groups; ++g) {
-        __m512i bv[kVectors];  // 64 columns, four K each
-#pragma GCC unroll 4
-        for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_loadu_si512(b + 64 * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < kMR; ++r) {
-            std::int32_t four;  // row r's four K values, read where the caller keeps them
-            __builtin_memcpy(&four, row[r] + 4 * g, 4);
-            // Six rows read 4 bytes a step are six slow streams the hardware prefetcher
-            // follows late when A comes from memory (the block's first B sliver): ask
-            // for each row's line 512 bytes ahead, once per 64-byte line read.
-            if (g % 16 == 0) _mm_prefetch(reinterpret_cast<const char*>(row[r] + 4 * g + 512), _MM_HINT_T0);
-            const __m512i ar = _mm512_set1_epi32(four);
-#pragma GCC unroll 4
-            for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], ar, bv[v]);
-        }
-        b += 4 * kNR;
-    }
+    sum_groups(acc, groups, row, b);
     int8::store_tile(acc, tile, kNR);
+}
+
+// A whole tile's sum over all of K (a multiple of four), compensated for the zero points
+// and written straight into C (pack.hpp's DirectTile), as int8_vnni_rows does: the sum
+// starts at the compensation terms and leaves the registers once, into C.
+template <bool Stream>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void sum_into_c(std::int64_t groups,
+                                                                         const std::uint8_t* const (&row)[kMR],
+                                                                         const std::int8_t* b,
+                                                                         const int8::DirectTile& out) {
+    __m512i acc[kMR][kNR / 16];
+    int8::start_at_terms(acc, out.row_terms, out.column_terms);
+    sum_groups(acc, groups, row, b);
+    int8::store_tile_as<Stream>(acc, out.c, out.ldc);
 }
 
 // The sums of one tile (rows i .. i + rows - 1 of A against the B sliver @p b) over the K
@@ -110,32 +152,6 @@ void tile_pass(const Int8GemmArgs& g, std::int64_t i, std::int64_t rows, std::in
 }
 #endif
 
-// Which B slivers are packed: each is packed once, by the first thread to ask for it;
-// a thread asking while another packs it waits until it is done.
-class SliverGate {
-public:
-    explicit SliverGate(std::int64_t slivers) : state_(std::make_unique<std::atomic<int>[]>(slivers)) {
-        for (std::int64_t s = 0; s < slivers; ++s) state_[s].store(kUnpacked, std::memory_order_relaxed);
-    }
-    // Returns once sliver @p s is packed, calling pack(s) if no thread has started it.
-    template <class Pack>
-    void ensure(std::int64_t s, Pack pack) {
-        std::atomic<int>& st = state_[s];
-        if (st.load(std::memory_order_acquire) == kPacked) return;
-        int expected = kUnpacked;
-        if (st.compare_exchange_strong(expected, kPacking, std::memory_order_acq_rel)) {
-            pack(s);
-            st.store(kPacked, std::memory_order_release);  // the sliver's bytes and sums, published
-            return;
-        }
-        while (st.load(std::memory_order_acquire) != kPacked) std::this_thread::yield();
-    }
-
-private:
-    static constexpr int kUnpacked = 0, kPacking = 1, kPacked = 2;
-    std::unique_ptr<std::atomic<int>[]> state_;
-};
-
 // The loops of pack.hpp's blocked_gemm (blocks of MC x NC taken from a shared counter, K
 // in passes of KC, the epilogue on each finished tile), without packing A.
 void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
@@ -149,7 +165,7 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     int8::PackedB& mine = own_b;  // this (the calling) thread's buffer, named for the workers
     if (!g.packed_b) int8::size_packed_b(g, kNR, kp, mine);
     const int8::PackedB& b = g.packed_b ? int8::packed_b_for(g, bl, kp, mine) : mine;
-    SliverGate gate(g.packed_b ? 0 : int8::round_up(g.N, kNR) / kNR);
+    int8::SliverGate gate(g.packed_b ? 0 : int8::round_up(g.N, kNR) / kNR);
     thread_local AlignedVector<std::int32_t> row_sum_buffer;
     std::int32_t* const row_sums = g.b_zero_point ? int8::reused_buffer(row_sum_buffer, g.M) : nullptr;
     if (row_sums)
@@ -163,6 +179,18 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     std::atomic<std::int64_t> next_block{0};
     const int threads = static_cast<int>(std::min<std::int64_t>(get_num_threads(), blocks));
     const bool one_pass = kp <= kKC;  // then one L1-resident tile serves every tile in turn
+    // Full tiles of an INT32 result over all of K in one pass go straight into C
+    // (sum_into_c), with za * column sum per column precomputed as each sliver is packed.
+    const bool into_c = one_pass && !g.requant && g.K % 4 == 0;
+    thread_local AlignedVector<std::int32_t> column_term_buffer;
+    std::int32_t* const column_terms = into_c ? int8::reused_buffer(column_term_buffer, g.N) : nullptr;
+    auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {
+        for (std::int64_t j = j0; j < j1; ++j)
+            column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.a_zero_point) *
+                                                        static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
+    };
+    if (into_c && g.packed_b) fill_column_terms(0, g.N);
+    const bool stream = into_c && int8::stream_c(g);
     parallel_run(threads, [&](int) {
         thread_local AlignedVector<std::int32_t> tile_buffer;
         std::int32_t* const tiles = int8::reused_buffer(tile_buffer, one_pass ? kMR * kNR : kTiles * kMR * kNC);
@@ -175,9 +203,25 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
             for (std::int64_t pc = 0; pc < kp; pc += kKC) {
                 const std::int64_t pass_end = std::min(pc + kKC, kp);
                 for (std::int64_t jr = j0; jr < j0 + nc; jr += kNR) {
-                    if (pc == 0 && !g.packed_b) gate.ensure(jr / kNR, [&](std::int64_t s) { int8::pack_b_sliver(g, s, mine); });
+                    if (pc == 0 && !g.packed_b)
+                        gate.ensure(jr / kNR, [&](std::int64_t s) {
+                            int8::pack_b_sliver(g, s, mine);
+                            if (into_c) fill_column_terms(s * kNR, std::min(g.N, (s + 1) * kNR));
+                        });
                     for (std::int64_t ir = 0; ir < mc; ir += kMR) {
                         const std::int64_t rows = std::min(kMR, mc - ir);
+                        if (into_c && rows == kMR && jr + kNR <= j0 + nc) {
+                            const std::uint8_t* row[kMR];
+                            std::int32_t row_terms[kMR];
+                            for (std::int64_t r = 0; r < kMR; ++r) {
+                                row[r] = g.A + (i0 + ir + r) * g.lda;
+                                row_terms[r] = int8::row_term(g, row_sums ? row_sums + i0 + ir + r : nullptr);
+                            }
+                            const int8::DirectTile out{g.C + (i0 + ir) * g.ldc + jr, g.ldc, column_terms + jr, row_terms, stream};
+                            if (stream) sum_into_c<true>(g.K / 4, row, b.data.data() + jr * kp, out);
+                            else sum_into_c<false>(g.K / 4, row, b.data.data() + jr * kp, out);
+                            continue;
+                        }
                         tile_pass(g, i0 + ir, rows, pc, pass_end, b.data.data() + jr * kp, tile(ir, jr), pc > 0);
                         if (pass_end == kp)
                             int8::epilogue(g, tile(ir, jr), kNR, 1, i0 + ir, jr, rows, std::min(kNR, j0 + nc - jr),
@@ -186,6 +230,9 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
                 }
             }
         }
+        // Streaming stores are weakly ordered: fence them before this thread reports done,
+        // so that whoever reads C after the join sees them.
+        if (stream) _mm_sfence();
     });
 #else
     (void)g;

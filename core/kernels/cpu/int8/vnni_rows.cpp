@@ -76,27 +76,26 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::in
 }
 
 // The whole sum over K, compensated for the zero points and stored straight into C
-// (pack.hpp's DirectTile), without the epilogue's call per row. The sum leaves the
-// registers through a tile on the stack, as in micro_kernel: compensating the
-// accumulators in place made GCC keep all 24 of them in memory as well, storing them on
-// every K step (2.5x slower).
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel_into_c(std::int64_t kc, const std::uint8_t* a,
-                                                                                  const std::int8_t* b,
-                                                                                  const int8::DirectTile& out) {
-    alignas(64) std::int32_t tile[kMR * kNR];
-    micro_kernel(kc, a, b, tile, false);
-    __m512i column_terms[kVectors];
-    for (int v = 0; v < kVectors; ++v) column_terms[v] = _mm512_loadu_si512(out.column_terms + 16 * v);
-    for (int r = 0; r < kMR; ++r) {
-        const __m512i row_term = _mm512_set1_epi32(out.row_terms[r]);
-        for (int v = 0; v < kVectors; ++v) {
-            const __m512i raw = _mm512_load_si512(tile + r * kNR + 16 * v);
-            const __m512i value = _mm512_add_epi32(_mm512_sub_epi32(raw, column_terms[v]), row_term);
-            std::int32_t* to = out.c + r * out.ldc + 16 * v;
-            if (out.stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(to), value);  // a whole line, not read first
-            else _mm512_storeu_si512(to, value);
-        }
-    }
+// (pack.hpp's DirectTile), without the epilogue's call per row. The compensation is where
+// the sum starts: each accumulator begins at row term - column terms instead of zero, so
+// the finished tile goes from the registers to C as it is (one store per vector; the
+// earlier version stored the raw tile on the stack, read it back and added the terms
+// there: 1% of the call at N = 1024, where a tile's K loop is only 256 steps). Every loop
+// is unrolled in full, so that the accumulators are 24 registers and never an array in
+// memory (zmm_tile.hpp); one instance per kind of store, for the same reason.
+template <bool Stream>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void sum_into_c(std::int64_t kc, const std::uint8_t* a,
+                                                                         const std::int8_t* b,
+                                                                         const int8::DirectTile& out) {
+    __m512i acc[kMR][kVectors];
+    int8::start_at_terms(acc, out.row_terms, out.column_terms);
+    multiply_slivers(kc, a, b, acc);
+    int8::store_tile_as<Stream>(acc, out.c, out.ldc);
+}
+
+void micro_kernel_into_c(std::int64_t kc, const std::uint8_t* a, const std::int8_t* b, const int8::DirectTile& out) {
+    if (out.stream) sum_into_c<true>(kc, a, b, out);
+    else sum_into_c<false>(kc, a, b, out);
 }
 #endif
 
