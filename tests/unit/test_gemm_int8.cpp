@@ -131,7 +131,9 @@ TEST_P(Int8Gemm, FusedRequantizationMatchesTheOracle) {
     const Int8GemmKernel& k = kernel();
     if (!skip_.empty()) GTEST_SKIP() << skip_;
     if (k.peer) GTEST_SKIP() << k.name << " writes INT32 only";
+    for (int threads : {1, 2})
     for (bool per_column : {false, true}) {
+        set_num_threads(threads);
         for (const Problem& p : problems()) {
             Operands o = operands(p);
             std::vector<std::int32_t> bias = random_bytes<std::int32_t>(static_cast<std::size_t>(p.N) + 1, -5000, 5000, 3);
@@ -145,9 +147,11 @@ TEST_P(Int8Gemm, FusedRequantizationMatchesTheOracle) {
             run_int8_gemm(k, o.args);
             rq.out = want.data();
             find_int8_gemm("int8_naive").fn(o.args);
-            ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K << " per column " << per_column;
+            ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K << " per column " << per_column
+                                 << " threads " << threads;
         }
     }
+    set_num_threads(1);
 }
 
 // Weights packed once (pack_int8_weights, as a quantized layer does when it is built) give

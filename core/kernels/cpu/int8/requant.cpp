@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/cpu/int8/pack.hpp"
+#include "kernels/cpu/int8/requant_lanes.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
@@ -36,35 +37,18 @@ void requantize_scalar(const std::int32_t* acc, const quant::FixedPointMultiplie
 }
 
 #if defined(__x86_64__)
-// Eight outputs per step, each in a 64-bit lane. A FixedPointMultiplier is {multiplier,
-// shift}, 8 bytes, so eight of them load as one zmm whose lanes hold the multiplier in
-// the low half and the shift in the high half: vpmuldq multiplies the low halves (signed)
-// by the accumulators, and an arithmetic shift by 32 extracts the shifts. The rounding is
-// quant::requantize's, lane by lane: add half - 1, plus 1 when the floor is odd, then
-// shift; a right shift of 0 (a multiplier of 1 or more) keeps the product as it is.
+// Eight outputs per step, each in a 64-bit lane (requant_lanes.hpp). A
+// FixedPointMultiplier is {multiplier, shift}, 8 bytes, so eight of them load as one zmm.
 __attribute__((target("avx512f,avx512vl,avx512bw"))) void requantize_avx512(
     const std::int32_t* acc, const quant::FixedPointMultiplier* m, bool per_column, std::int32_t zero_point,
     quant::QRange range, std::int64_t count, std::uint8_t* out) {
-    const __m512i one = _mm512_set1_epi64(1), zp = _mm512_set1_epi64(zero_point);
-    const __m512i qmin = _mm512_set1_epi64(range.qmin), qmax = _mm512_set1_epi64(range.qmax);
-    long long first_m = 0;  // per tensor: the one multiplier, broadcast
-    static_assert(sizeof(quant::FixedPointMultiplier) == sizeof first_m, "{multiplier, shift} is one 64-bit lane");
-    std::memcpy(&first_m, m, sizeof first_m);
-    const __m512i same_m = _mm512_set1_epi64(first_m);
+    const RequantLanes k = requant_lanes(zero_point, range);
+    const __m512i same_m = broadcast_multiplier(m[0]);  // per tensor: the one multiplier
     for (std::int64_t c = 0; c < count; c += 8) {
         const __mmask8 lanes = static_cast<__mmask8>(count - c >= 8 ? 0xFF : (1u << (count - c)) - 1);
         const __m512i a = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, acc + c));
         const __m512i mv = per_column ? _mm512_maskz_loadu_epi64(lanes, m + c) : same_m;
-        const __m512i product = _mm512_mul_epi32(a, mv);  // low 32 bits of each lane, signed
-        const __m512i right = _mm512_add_epi64(_mm512_srai_epi64(mv, 32), _mm512_set1_epi64(31));
-        const __m512i half = _mm512_srli_epi64(_mm512_sllv_epi64(one, right), 1);  // 0 when right = 0
-        const __m512i odd = _mm512_and_si512(_mm512_srav_epi64(product, right), one);
-        const __m512i rounded =
-            _mm512_srav_epi64(_mm512_add_epi64(product, _mm512_add_epi64(_mm512_sub_epi64(half, one), odd)), right);
-        const __mmask8 shifted = _mm512_cmpgt_epi64_mask(right, _mm512_setzero_si512());
-        __m512i q = _mm512_add_epi64(_mm512_mask_blend_epi64(shifted, product, rounded), zp);
-        q = _mm512_min_epi64(_mm512_max_epi64(q, qmin), qmax);
-        _mm_mask_storeu_epi8(out + c, lanes, _mm512_cvtepi64_epi8(q));
+        _mm_mask_storeu_epi8(out + c, lanes, _mm512_cvtepi64_epi8(requantize_lanes(a, mv, k)));
     }
 }
 #endif

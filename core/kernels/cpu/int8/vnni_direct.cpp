@@ -46,12 +46,19 @@
 // the registers straight into C, its sum started at the zero-point terms (sum_into_c).
 // After both: N = 1024 on one thread 2112 us against int8_vnni_rows' 2134, on two 1078
 // against 1100 (oneDNN's GEMM 1090).
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cpu/int8/pack.hpp"
 #include "kernels/cpu/int8/paths.hpp"
+#include "kernels/cpu/int8/requant_lanes.hpp"
 #include "kernels/cpu/int8/zmm_tile.hpp"
 #include "sys/cpu_info.hpp"
 
 #if defined(__x86_64__)
+// The AVX-512 intrinsics pass _mm512_undefined_epi32() to the masked builtins, which
+// -Wmaybe-uninitialized reports at every use (GCC bug 105593), as in requant.cpp.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #endif
 
@@ -129,6 +136,63 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void sum_into_c(std::int6
     int8::store_tile_as<Stream>(acc, out.c, out.ldc);
 }
 
+// Where a requantized tile goes, and how: the fused requantization (Int8Requant) of a
+// full-height tile, columns jr .. jr + cols - 1 (cols <= 64; the rest of the tile is
+// computed and dropped).
+struct RequantTile {
+    std::uint8_t* out;                          // the tile's first byte of the output
+    std::int64_t ldo;                           // row stride of the output
+    const std::int32_t* row_terms;              // K za zb - zb * row sum, one per row
+    const std::int32_t* column_terms;           // za * column sum - bias, from column jr
+    const quant::FixedPointMultiplier* m;       // from column jr (per column) or the one
+    std::int32_t zero_point;                    // the output's zero point
+    quant::QRange range;                        // the output's range
+    std::int64_t cols;                          // columns of the tile inside the output
+};
+
+// A tile's whole sum over K, compensated, biased and requantized in registers, written as
+// bytes: the fused requantization without the epilogue's round trip through a tile in
+// memory and its three calls per row. The sum starts at row term - (za * column sum -
+// bias), as sum_into_c's does; a K that is not a multiple of four ends with one step on a
+// zero-padded copy of the six rows' last bytes, as tile_pass's does.
+template <bool PerColumn>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void sum_requantized(
+    std::int64_t K, const std::uint8_t* const (&row)[kMR], const std::int8_t* b, const RequantTile& out) {
+    constexpr int kVectors = kNR / 16;
+    __m512i acc[kMR][kVectors];
+    int8::start_at_terms(acc, out.row_terms, out.column_terms);
+    const std::int64_t whole = K / 4;
+    sum_groups(acc, whole, row, b);
+    if (K % 4 != 0) {
+        alignas(64) std::uint8_t tail[kMR * 4] = {};  // row r's last K % 4 values, then zeros
+        const std::uint8_t* tail_row[kMR];
+        for (int r = 0; r < kMR; ++r) {
+            std::memcpy(tail + 4 * r, row[r] + 4 * whole, static_cast<std::size_t>(K % 4));
+            tail_row[r] = tail + 4 * r;
+        }
+        step(acc, tail_row, 0, b + whole * 4 * kNR);
+    }
+    const int8::RequantLanes k = int8::requant_lanes(out.zero_point, out.range);
+    const __m512i same_m = int8::broadcast_multiplier(out.m[0]);
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+        const std::int64_t valid = std::clamp<std::int64_t>(out.cols - 16 * v, 0, 16);
+        if (valid == 0) break;
+        const __mmask16 bytes = static_cast<__mmask16>(valid == 16 ? 0xFFFF : (1u << valid) - 1);
+        const __mmask8 low = static_cast<__mmask8>(bytes), high = static_cast<__mmask8>(bytes >> 8);
+        const __m512i m_low = PerColumn ? _mm512_maskz_loadu_epi64(low, out.m + 16 * v) : same_m;
+        const __m512i m_high = PerColumn ? _mm512_maskz_loadu_epi64(high, out.m + 16 * v + 8) : same_m;
+#pragma GCC unroll 8
+        for (int r = 0; r < kMR; ++r) {
+            const __m512i q_low = int8::requantize_lanes(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc[r][v])), m_low, k);
+            const __m512i q_high =
+                int8::requantize_lanes(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc[r][v], 1)), m_high, k);
+            const __m128i q = _mm_unpacklo_epi64(_mm512_cvtepi64_epi8(q_low), _mm512_cvtepi64_epi8(q_high));
+            _mm_mask_storeu_epi8(out.out + r * out.ldo + 16 * v, bytes, q);
+        }
+    }
+}
+
 // The sums of one tile (rows i .. i + rows - 1 of A against the B sliver @p b) over the K
 // range [k0, k1) of this pass, added to the tile when @p accumulate. [k0, k1) is cut at
 // K4, the end of K's whole groups of four: before it, A is read in place; the tail group
@@ -182,14 +246,19 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     // Full tiles of an INT32 result over all of K in one pass go straight into C
     // (sum_into_c), with za * column sum per column precomputed as each sliver is packed.
     const bool into_c = one_pass && !g.requant && g.K % 4 == 0;
+    // Full-height tiles of a requantized result, whatever K and however many columns,
+    // are requantized in registers (sum_requantized), with the bias in the column terms.
+    const bool requantized = one_pass && g.requant != nullptr;
     thread_local AlignedVector<std::int32_t> column_term_buffer;
-    std::int32_t* const column_terms = into_c ? int8::reused_buffer(column_term_buffer, g.N) : nullptr;
-    auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {
+    std::int32_t* const column_terms = into_c || requantized ? int8::reused_buffer(column_term_buffer, g.N) : nullptr;
+    auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {  // wrapping, as the epilogue's arithmetic
+        const std::int32_t* bias = requantized ? g.requant->bias : nullptr;
         for (std::int64_t j = j0; j < j1; ++j)
-            column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.a_zero_point) *
-                                                        static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
+            column_terms[j] = static_cast<std::int32_t>(
+                static_cast<std::uint32_t>(g.a_zero_point) * static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]) -
+                static_cast<std::uint32_t>(bias ? bias[j] : 0));
     };
-    if (into_c && g.packed_b) fill_column_terms(0, g.N);
+    if ((into_c || requantized) && g.packed_b) fill_column_terms(0, g.N);
     const bool stream = into_c && int8::stream_c(g);
     parallel_run(threads, [&](int) {
         thread_local AlignedVector<std::int32_t> tile_buffer;
@@ -206,10 +275,25 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
                     if (pc == 0 && !g.packed_b)
                         gate.ensure(jr / kNR, [&](std::int64_t s) {
                             int8::pack_b_sliver(g, s, mine);
-                            if (into_c) fill_column_terms(s * kNR, std::min(g.N, (s + 1) * kNR));
+                            if (into_c || requantized) fill_column_terms(s * kNR, std::min(g.N, (s + 1) * kNR));
                         });
                     for (std::int64_t ir = 0; ir < mc; ir += kMR) {
                         const std::int64_t rows = std::min(kMR, mc - ir);
+                        if (requantized && rows == kMR) {
+                            const Int8Requant& rq = *g.requant;
+                            const std::uint8_t* row[kMR];
+                            std::int32_t row_terms[kMR];
+                            for (std::int64_t r = 0; r < kMR; ++r) {
+                                row[r] = g.A + (i0 + ir + r) * g.lda;
+                                row_terms[r] = int8::row_term(g, row_sums ? row_sums + i0 + ir + r : nullptr);
+                            }
+                            const RequantTile out{rq.out + (i0 + ir) * rq.ldo + jr, rq.ldo, row_terms, column_terms + jr,
+                                                  rq.multipliers + (rq.per_column ? jr : 0), rq.zero_point, rq.range,
+                                                  std::min(kNR, j0 + nc - jr)};
+                            if (rq.per_column) sum_requantized<true>(g.K, row, b.data.data() + jr * kp, out);
+                            else sum_requantized<false>(g.K, row, b.data.data() + jr * kp, out);
+                            continue;
+                        }
                         if (into_c && rows == kMR && jr + kNR <= j0 + nc) {
                             const std::uint8_t* row[kMR];
                             std::int32_t row_terms[kMR];
