@@ -250,7 +250,11 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     // are requantized in registers (sum_requantized), with the bias in the column terms.
     const bool requantized = one_pass && g.requant != nullptr;
     thread_local AlignedVector<std::int32_t> column_term_buffer;
-    std::int32_t* const column_terms = into_c || requantized ? int8::reused_buffer(column_term_buffer, g.N) : nullptr;
+    // Padded to whole slivers: a requantized tile loads its 64 columns' terms as four
+    // vectors even where fewer are inside C (their results are masked off at the store).
+    const std::int64_t padded_n = int8::round_up(g.N, kNR);
+    std::int32_t* const column_terms = into_c || requantized ? int8::reused_buffer(column_term_buffer, padded_n) : nullptr;
+    if (column_terms) std::fill(column_terms + g.N, column_terms + padded_n, 0);
     auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {  // wrapping, as the epilogue's arithmetic
         const std::int32_t* bias = requantized ? g.requant->bias : nullptr;
         for (std::int64_t j = j0; j < j1; ++j)
