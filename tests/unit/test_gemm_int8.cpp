@@ -154,6 +154,40 @@ TEST_P(Int8Gemm, FusedRequantizationMatchesTheOracle) {
     set_num_threads(1);
 }
 
+// The same, with sums small enough for a multiplier of 1: every unit of the accumulator
+// then shows in the output, so a compensation or bias that is off by one fails (with the
+// test above's multipliers of about 0.0005 it would not). A in [0, 2] and B in [-1, 1];
+// the problems whose K keeps the sums inside the output's range.
+TEST_P(Int8Gemm, FusedRequantizationIsExactToOneUnit) {
+    const Int8GemmKernel& k = kernel();
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (k.peer) GTEST_SKIP() << k.name << " writes INT32 only";
+    const std::vector<quant::FixedPointMultiplier> one(600, quant::to_fixed_point(1.0));
+    for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (const Problem& p : problems()) {
+            if (p.K > 130 || p.zb != 0) continue;
+            Operands o = operands(p);
+            for (auto& a : o.A) a = static_cast<std::uint8_t>(a % 3);
+            for (auto& b : o.B) b = static_cast<std::int8_t>(b % 2);
+            o.args.a_zero_point = 1;
+            const std::vector<std::int32_t> bias = random_bytes<std::int32_t>(static_cast<std::size_t>(p.N) + 1, -20, 20, 4);
+            const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(p.M * p.N, 1));
+            std::vector<std::uint8_t> got(n, 7), want(n, 7);
+            for (bool per_column : {false, true}) {
+                Int8Requant rq{bias.data(), one.data(), per_column, 128, {0, 255}, got.data(), p.N};
+                o.args.requant = &rq;
+                run_int8_gemm(k, o.args);
+                rq.out = want.data();
+                find_int8_gemm("int8_naive").fn(o.args);
+                ASSERT_EQ(got, want) << k.name << " " << p.M << "x" << p.N << "x" << p.K << " per column "
+                                     << per_column << " threads " << threads;
+            }
+        }
+    }
+    set_num_threads(1);
+}
+
 // Weights packed once (pack_int8_weights, as a quantized layer does when it is built) give
 // the same sums as B packed inside the call, on one and two threads (the threads take
 // blocks from a shared counter, so two threads and one must agree exactly too); weights
