@@ -416,6 +416,16 @@ inline void requantize_row(const Int8Requant& rq, const std::int32_t* raw, std::
     requantize_span(acc, rq.multipliers + (rq.per_column ? j0 : 0), rq.per_column, rq.zero_point, rq.range, cols, out_row);
 }
 
+/// column_terms[j] = za * column_sums[j] - bias[j] for j in [j0, j1) (no bias when @p bias
+/// is null), wrapping as the epilogue's arithmetic does: where a direct tile's sum starts
+/// (DirectTile), so that the finished sum is compensated (and biased) already.
+inline void fill_column_terms(std::int32_t za, const std::int32_t* column_sums, const std::int32_t* bias,
+                              std::int64_t j0, std::int64_t j1, std::int32_t* column_terms) {
+    for (std::int64_t j = j0; j < j1; ++j)
+        column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(za) * static_cast<std::uint32_t>(column_sums[j]) -
+                                                    static_cast<std::uint32_t>(bias ? bias[j] : 0));
+}
+
 /// K za zb - zb * (the row's sum of A): the part of a row's zero-point compensation that
 /// is the same in every column (the row sum is only read, and only kept, when zb != 0).
 inline std::int32_t row_term(const Int8GemmArgs& g, const std::int32_t* row_sum) {
@@ -604,12 +614,7 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
     const bool use_direct = direct && one_pass && !g.requant && !bl.column_major;
     thread_local AlignedVector<std::int32_t> column_term_buffer;
     std::int32_t* const column_terms = use_direct ? reused_buffer(column_term_buffer, g.N) : nullptr;
-    auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {  // from the column sums of packed B
-        for (std::int64_t j = j0; j < j1; ++j)
-            column_terms[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(g.a_zero_point) *
-                                                        static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]));
-    };
-    if (use_direct && !pack_b_in_loop) fill_column_terms(0, g.N);
+    if (use_direct && !pack_b_in_loop) fill_column_terms(g.a_zero_point, b.column_sums.data(), nullptr, 0, g.N, column_terms);
     const bool stream = use_direct && stream_c(g);
     parallel_run(threads, [&](int) {
         thread_local AlignedVector<std::int32_t> tile_buffer;
@@ -629,7 +634,9 @@ void blocked_gemm(const Int8GemmArgs& g, const Blocking& bl, Micro micro, Direct
                     if (pack_b_in_loop && pc == 0)
                         b_gate.ensure(jr / bl.nr, [&](std::int64_t s) {
                             pack_b_sliver(g, s, mine);
-                            if (use_direct) fill_column_terms(s * bl.nr, std::min(g.N, (s + 1) * bl.nr));
+                            if (use_direct)
+                                fill_column_terms(g.a_zero_point, b.column_sums.data(), nullptr, s * bl.nr,
+                                                  std::min(g.N, (s + 1) * bl.nr), column_terms);
                         });
                     for (std::int64_t ir = 0; ir < mc; ir += bl.mr) {
                         // Slivers are K-major, so K range [pc, pc + kc) of each is contiguous.

@@ -20,9 +20,10 @@
 //    micro-kernel; B is packed with zeros past K, so the padding adds nothing.
 //  - The M edge. A last tile with fewer than six rows points its missing rows at its last
 //    real row: they compute sums nobody writes (the epilogue writes the real rows only),
-//    and no byte outside A is read. Such tiles, partial column slivers, a K tail, K in
-//    more than one pass and the fused requantization go through the tile buffer and the
-//    epilogue; only full tiles of an INT32 result are summed straight into C.
+//    and no byte outside A is read. Such tiles, and K in more than one pass, go through
+//    the tile buffer and the epilogue. A full-height tile in one pass goes from the
+//    registers straight out: requantized (sum_requantized, any columns, any K), or as
+//    INT32 when its columns are all inside C and K is a multiple of 4 (sum_into_c).
 //  - The zero point of B. The row sums of A (needed only when zb != 0) were a by-product
 //    of packing; here they are summed in a separate parallel pass, only in that case.
 //
@@ -111,6 +112,19 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline voi
     for (; g < groups; ++g, b += 4 * kNR) step(acc, row, g, b);
 }
 
+// The K tail of six rows as a group of its own: row r's K % 4 last values, at row[r] +
+// @p at, copied into @p tail with zeros after them, and tail_row[r] pointing at them, so
+// that one more step adds them without reading a byte past the row (B is packed with
+// zeros past K, so the padding adds nothing).
+inline void pad_tail(const std::uint8_t* const (&row)[kMR], std::int64_t at, std::int64_t count,
+                     std::uint8_t (&tail)[kMR * 4], const std::uint8_t* (&tail_row)[kMR]) {
+    std::fill(std::begin(tail), std::end(tail), std::uint8_t{0});
+    for (int r = 0; r < kMR; ++r) {
+        std::memcpy(tail + 4 * r, row[r] + at, static_cast<std::size_t>(count));
+        tail_row[r] = tail + 4 * r;
+    }
+}
+
 // tile (kMR x kNR, row-major) = (accumulate ? tile : 0) + sum_groups.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void micro_kernel(std::int64_t groups,
                                                                            const std::uint8_t* const (&row)[kMR],
@@ -164,12 +178,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void sum_requant
     const std::int64_t whole = K / 4;
     sum_groups(acc, whole, row, b);
     if (K % 4 != 0) {
-        alignas(64) std::uint8_t tail[kMR * 4] = {};  // row r's last K % 4 values, then zeros
+        alignas(64) std::uint8_t tail[kMR * 4];
         const std::uint8_t* tail_row[kMR];
-        for (int r = 0; r < kMR; ++r) {
-            std::memcpy(tail + 4 * r, row[r] + 4 * whole, static_cast<std::size_t>(K % 4));
-            tail_row[r] = tail + 4 * r;
-        }
+        pad_tail(row, 4 * whole, K % 4, tail, tail_row);
         step(acc, tail_row, 0, b + whole * 4 * kNR);
     }
     const int8::RequantLanes k = int8::requant_lanes(out.zero_point, out.range);
@@ -205,13 +216,9 @@ void tile_pass(const Int8GemmArgs& g, std::int64_t i, std::int64_t rows, std::in
     const std::int64_t whole = std::max<std::int64_t>(std::min(k1, k4) - k0, 0) / 4;
     micro_kernel(whole, row, b + k0 * kNR, tile, accumulate);
     if (k1 <= k4 || k4 == g.K) return;  // no tail in this pass
-    alignas(64) std::uint8_t tail[kMR * 4] = {};  // row r's last K % 4 values, then zeros
+    alignas(64) std::uint8_t tail[kMR * 4];
     const std::uint8_t* tail_row[kMR];
-    for (std::int64_t r = 0; r < kMR; ++r) {
-        const std::uint8_t* src = g.A + (i + std::min(r, rows - 1)) * g.lda + k4;
-        std::copy(src, src + (g.K - k4), tail + 4 * r);
-        tail_row[r] = tail + 4 * r;
-    }
+    pad_tail(row, k4 - k0, g.K - k4, tail, tail_row);
     micro_kernel(1, tail_row, b + k4 * kNR, tile, true);
 }
 #endif
@@ -255,14 +262,11 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
     const std::int64_t padded_n = int8::round_up(g.N, kNR);
     std::int32_t* const column_terms = into_c || requantized ? int8::reused_buffer(column_term_buffer, padded_n) : nullptr;
     if (column_terms) std::fill(column_terms + g.N, column_terms + padded_n, 0);
-    auto fill_column_terms = [&](std::int64_t j0, std::int64_t j1) {  // wrapping, as the epilogue's arithmetic
-        const std::int32_t* bias = requantized ? g.requant->bias : nullptr;
-        for (std::int64_t j = j0; j < j1; ++j)
-            column_terms[j] = static_cast<std::int32_t>(
-                static_cast<std::uint32_t>(g.a_zero_point) * static_cast<std::uint32_t>(b.column_sums[static_cast<std::size_t>(j)]) -
-                static_cast<std::uint32_t>(bias ? bias[j] : 0));
+    const std::int32_t* const bias = requantized ? g.requant->bias : nullptr;
+    auto fill_terms = [&](std::int64_t j0, std::int64_t j1) {
+        int8::fill_column_terms(g.a_zero_point, b.column_sums.data(), bias, j0, j1, column_terms);
     };
-    if ((into_c || requantized) && g.packed_b) fill_column_terms(0, g.N);
+    if (column_terms && g.packed_b) fill_terms(0, g.N);
     const bool stream = into_c && int8::stream_c(g);
     parallel_run(threads, [&](int) {
         thread_local AlignedVector<std::int32_t> tile_buffer;
@@ -279,18 +283,23 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
                     if (pc == 0 && !g.packed_b)
                         gate.ensure(jr / kNR, [&](std::int64_t s) {
                             int8::pack_b_sliver(g, s, mine);
-                            if (into_c || requantized) fill_column_terms(s * kNR, std::min(g.N, (s + 1) * kNR));
+                            if (column_terms) fill_terms(s * kNR, std::min(g.N, (s + 1) * kNR));
                         });
                     for (std::int64_t ir = 0; ir < mc; ir += kMR) {
                         const std::int64_t rows = std::min(kMR, mc - ir);
-                        if (requantized && rows == kMR) {
-                            const Int8Requant& rq = *g.requant;
-                            const std::uint8_t* row[kMR];
-                            std::int32_t row_terms[kMR];
+                        // A full-height tile's rows of A, where the caller keeps them, and
+                        // their zero-point terms.
+                        const std::uint8_t* row[kMR];
+                        std::int32_t row_terms[kMR];
+                        auto full_height_rows = [&] {
                             for (std::int64_t r = 0; r < kMR; ++r) {
                                 row[r] = g.A + (i0 + ir + r) * g.lda;
                                 row_terms[r] = int8::row_term(g, row_sums ? row_sums + i0 + ir + r : nullptr);
                             }
+                        };
+                        if (requantized && rows == kMR) {
+                            const Int8Requant& rq = *g.requant;
+                            full_height_rows();
                             const RequantTile out{rq.out + (i0 + ir) * rq.ldo + jr, rq.ldo, row_terms, column_terms + jr,
                                                   rq.multipliers + (rq.per_column ? jr : 0), rq.zero_point, rq.range,
                                                   std::min(kNR, j0 + nc - jr)};
@@ -299,12 +308,7 @@ void gemm_int8_vnni_direct(const Int8GemmArgs& g) {
                             continue;
                         }
                         if (into_c && rows == kMR && jr + kNR <= j0 + nc) {
-                            const std::uint8_t* row[kMR];
-                            std::int32_t row_terms[kMR];
-                            for (std::int64_t r = 0; r < kMR; ++r) {
-                                row[r] = g.A + (i0 + ir + r) * g.lda;
-                                row_terms[r] = int8::row_term(g, row_sums ? row_sums + i0 + ir + r : nullptr);
-                            }
+                            full_height_rows();
                             const int8::DirectTile out{g.C + (i0 + ir) * g.ldc + jr, g.ldc, column_terms + jr, row_terms, stream};
                             if (stream) sum_into_c<true>(g.K / 4, row, b.data.data() + jr * kp, out);
                             else sum_into_c<false>(g.K / 4, row, b.data.data() + jr * kp, out);
