@@ -75,6 +75,36 @@ TEST(GemmPacking, TransposeIntoSliverMatchesItsDefinitionOnEveryIsa) {
     kernels::packed::force_isa(std::nullopt);
 }
 
+TEST(GemmPacking, CopyRowsIntoSliverMatchesItsDefinitionOnEveryIsa) {
+    // dst[k * nr + j] = src[k * ld + j] for j < cols, zeros up to nr, and nothing written
+    // past rows * nr: on AVX-512 each row is one or two masked vector moves (12 lanes of
+    // 16 for an A sliver), elsewhere the plain loop.
+    Rng rng(12);
+    constexpr float kUntouched = -1.0f;
+    for (const auto isa : kernels::packed::supported_isas()) {
+        kernels::packed::force_isa(isa);
+        for (int nr : {4, 6, 12, 16, 32})
+            for (std::int64_t cols : {std::int64_t{nr}, std::int64_t{nr - 3}, std::int64_t{1}})
+                for (std::int64_t rows : {1, 7, 16}) {
+                    const std::int64_t ld = nr + 9;
+                    std::vector<float> src(static_cast<std::size_t>(rows * ld));
+                    for (auto& v : src) v = static_cast<float>(rng.uniform());
+                    std::vector<float> dst(static_cast<std::size_t>(rows * nr + 16), kUntouched);
+                    kernels::packed::copy_rows_into_sliver(src.data(), ld, rows, cols, nr, dst.data());
+                    const std::string where = kernels::packed::to_string(isa) + ", nr " + std::to_string(nr) +
+                                              ", cols " + std::to_string(cols) + ", rows " + std::to_string(rows);
+                    for (std::int64_t k = 0; k < rows; ++k)
+                        for (std::int64_t j = 0; j < nr; ++j)
+                            ASSERT_EQ(dst[static_cast<std::size_t>(k * nr + j)],
+                                      j < cols ? src[static_cast<std::size_t>(k * ld + j)] : 0.0f)
+                                << where << ", k " << k << ", j " << j;
+                    for (std::size_t i = static_cast<std::size_t>(rows * nr); i < dst.size(); ++i)
+                        ASSERT_EQ(dst[i], kUntouched) << where << ": wrote past the sliver, at " << i;
+                }
+    }
+    kernels::packed::force_isa(std::nullopt);
+}
+
 TEST(GemmDispatch, PortableIsAlwaysThereAndUnsupportedIsasAreRefused) {
     const auto isas = kernels::packed::supported_isas();
     ASSERT_FALSE(isas.empty());

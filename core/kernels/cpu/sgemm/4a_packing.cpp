@@ -10,8 +10,8 @@
 //
 // Each operand has two layouts. The one whose runs along k are already the sliver's is a
 // plain copy, in the order the operand is stored (the hardware prefetcher then streams
-// it); the other is a transpose of each sliver, done in registers on AVX-512
-// (transpose_into_sliver).
+// it), a row of the sliver per vector on AVX-512 (copy_rows_into_sliver); the other is a
+// transpose of each sliver, done in registers on AVX-512 (transpose_into_sliver).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -36,7 +36,31 @@ __attribute__((target("avx512f"))) void transpose_block_avx512(const float* src,
     for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(dst + c * dst_ld, keep, column[c]);
 }
 
+// The first n lanes of a vector (n clamped to 0..16).
+__mmask16 first_lanes(std::int64_t n) { return static_cast<__mmask16>((1u << std::clamp<std::int64_t>(n, 0, 16)) - 1); }
+
+// Rows of a sliver (nr <= 32) as up to two vectors: cols values loaded (the lanes past
+// them read as zeros), nr stored.
+__attribute__((target("avx512f"))) void copy_rows_avx512(const float* src, std::int64_t ld, std::int64_t rows,
+                                                          std::int64_t cols, int nr, float* dst) {
+    const __mmask16 load_lo = first_lanes(cols), load_hi = first_lanes(cols - 16);
+    const __mmask16 store_lo = first_lanes(nr), store_hi = first_lanes(nr - 16);
+    for (std::int64_t k = 0; k < rows; ++k, src += ld, dst += nr) {
+        _mm512_mask_storeu_ps(dst, store_lo, _mm512_maskz_loadu_ps(load_lo, src));
+        if (store_hi) _mm512_mask_storeu_ps(dst + 16, store_hi, _mm512_maskz_loadu_ps(load_hi, src + 16));
+    }
+}
+
 }  // namespace
+
+void copy_rows_into_sliver(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, int nr,
+                           float* dst) {
+    if (active_isa() == Isa::Avx512 && nr <= 32) return copy_rows_avx512(src, ld, rows, cols, nr, dst);
+    for (std::int64_t k = 0; k < rows; ++k) {
+        for (std::int64_t j = 0; j < cols; ++j) dst[k * nr + j] = src[k * ld + j];
+        for (std::int64_t j = cols; j < nr; ++j) dst[k * nr + j] = 0.0f;
+    }
+}
 
 void transpose_into_sliver(const float* src, std::int64_t ld, std::int64_t cols, std::int64_t kc, int nr,
                            float* dst) {
@@ -57,17 +81,14 @@ void pack_a(const GemmArgs<float>& g, std::int64_t i0, std::int64_t mc, std::int
     // Sliver s covers rows i0 + s*MR .. +MR-1; inside it, column k is MR consecutive
     // floats (dst[k * MR + r]), so the micro-kernel reads A strictly sequentially.
     // Rows past the end of the block are zeros. op(A)(i, k) is g.A[i * g.lda + k], or
-    // g.A[k * g.lda + i] when g.trans_a: copy whole runs of memory for the layout at hand.
+    // g.A[k * g.lda + i] when g.trans_a: copy whole runs of memory for the layout at hand
+    // (copy_rows_into_sliver, given in packed.hpp, copies them).
     // With A stored M x K a sliver is a small transpose: transpose_into_sliver (given, in
     // packed.hpp) does exactly that; call it or write the loops yourself.
     for (std::int64_t s = 0; s < mc; s += mr, dst += mr * kc) {
         const std::int64_t rows = std::min<std::int64_t>(mr, mc - s);
         if (g.trans_a) {  // A stored K x M: the MR values of one k are contiguous
-            for (std::int64_t k = 0; k < kc; ++k) {
-                const float* src = g.A + (p0 + k) * g.lda + i0 + s;
-                for (std::int64_t r = 0; r < rows; ++r) dst[k * mr + r] = src[r];
-                for (std::int64_t r = rows; r < mr; ++r) dst[k * mr + r] = 0.0f;
-            }
+            copy_rows_into_sliver(g.A + p0 * g.lda + i0 + s, g.lda, kc, rows, mr, dst);
         } else {  // A stored M x K: the MR rows of the sliver, transposed
             transpose_into_sliver(g.A + (i0 + s) * g.lda + p0, g.lda, rows, kc, mr, dst);
         }
@@ -82,8 +103,9 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
     // floats (dst[s * NR * kc + k * NR + j]). Columns past the end are zeros. Read B in
     // the order it is stored: with B stored K x N, walking one sliver down its rows
     // would jump a whole row of B (often several pages) per NR floats, and every
-    // access would wait for memory; row by row the hardware prefetcher streams it. With
-    // B stored N x K each sliver is a transpose: transpose_into_sliver again.
+    // access would wait for memory; row by row the hardware prefetcher streams it
+    // (copy_rows_into_sliver, given in packed.hpp, copies rows of a sliver). With B
+    // stored N x K each sliver is a transpose: transpose_into_sliver again.
     if (g.trans_b) {  // B stored N x K: each column of op(B) is a contiguous run along k
         for (std::int64_t s = 0; s < nc; s += nr, dst += nr * kc) {
             const std::int64_t cols = std::min<std::int64_t>(nr, nc - s);
@@ -100,12 +122,8 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
             const std::int64_t k1 = std::min(kc, k0 + kRows);
             for (std::int64_t s = 0; s < nc; s += nr) {
                 const std::int64_t cols = std::min<std::int64_t>(nr, nc - s);
-                for (std::int64_t k = k0; k < k1; ++k) {
-                    const float* src = g.B + (p0 + k) * g.ldb + j0 + s;
-                    float* row = dst + s * kc + k * nr;  // sliver s / nr, row k
-                    for (std::int64_t j = 0; j < cols; ++j) row[j] = src[j];
-                    for (std::int64_t j = cols; j < nr; ++j) row[j] = 0.0f;
-                }
+                // rows k0 .. k1-1 of sliver s / nr
+                copy_rows_into_sliver(g.B + (p0 + k0) * g.ldb + j0 + s, g.ldb, k1 - k0, cols, nr, dst + s * kc + k0 * nr);
             }
         }
     }

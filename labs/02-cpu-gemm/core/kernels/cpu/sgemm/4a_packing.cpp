@@ -11,8 +11,8 @@
 //
 // Each operand has two layouts. The one whose runs along k are already the sliver's is a
 // plain copy, in the order the operand is stored (the hardware prefetcher then streams
-// it); the other is a transpose of each sliver, done in registers on AVX-512
-// (transpose_into_sliver).
+// it), a row of the sliver per vector on AVX-512 (copy_rows_into_sliver); the other is a
+// transpose of each sliver, done in registers on AVX-512 (transpose_into_sliver).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -37,7 +37,31 @@ __attribute__((target("avx512f"))) void transpose_block_avx512(const float* src,
     for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(dst + c * dst_ld, keep, column[c]);
 }
 
+// The first n lanes of a vector (n clamped to 0..16).
+__mmask16 first_lanes(std::int64_t n) { return static_cast<__mmask16>((1u << std::clamp<std::int64_t>(n, 0, 16)) - 1); }
+
+// Rows of a sliver (nr <= 32) as up to two vectors: cols values loaded (the lanes past
+// them read as zeros), nr stored.
+__attribute__((target("avx512f"))) void copy_rows_avx512(const float* src, std::int64_t ld, std::int64_t rows,
+                                                          std::int64_t cols, int nr, float* dst) {
+    const __mmask16 load_lo = first_lanes(cols), load_hi = first_lanes(cols - 16);
+    const __mmask16 store_lo = first_lanes(nr), store_hi = first_lanes(nr - 16);
+    for (std::int64_t k = 0; k < rows; ++k, src += ld, dst += nr) {
+        _mm512_mask_storeu_ps(dst, store_lo, _mm512_maskz_loadu_ps(load_lo, src));
+        if (store_hi) _mm512_mask_storeu_ps(dst + 16, store_hi, _mm512_maskz_loadu_ps(load_hi, src + 16));
+    }
+}
+
 }  // namespace
+
+void copy_rows_into_sliver(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, int nr,
+                           float* dst) {
+    if (active_isa() == Isa::Avx512 && nr <= 32) return copy_rows_avx512(src, ld, rows, cols, nr, dst);
+    for (std::int64_t k = 0; k < rows; ++k) {
+        for (std::int64_t j = 0; j < cols; ++j) dst[k * nr + j] = src[k * ld + j];
+        for (std::int64_t j = cols; j < nr; ++j) dst[k * nr + j] = 0.0f;
+    }
+}
 
 void transpose_into_sliver(const float* src, std::int64_t ld, std::int64_t cols, std::int64_t kc, int nr,
                            float* dst) {
@@ -58,7 +82,8 @@ void pack_a(const GemmArgs<float>& g, std::int64_t i0, std::int64_t mc, std::int
     // Sliver s covers rows i0 + s*MR .. +MR-1; inside it, column k is MR consecutive
     // floats (dst[k * MR + r]), so the micro-kernel reads A strictly sequentially.
     // Rows past the end of the block are zeros. op(A)(i, k) is g.A[i * g.lda + k], or
-    // g.A[k * g.lda + i] when g.trans_a: copy whole runs of memory for the layout at hand.
+    // g.A[k * g.lda + i] when g.trans_a: copy whole runs of memory for the layout at hand
+    // (copy_rows_into_sliver, given in packed.hpp, copies them).
     // With A stored M x K a sliver is a small transpose: transpose_into_sliver (given, in
     // packed.hpp) does exactly that; call it or write the loops yourself.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
@@ -73,8 +98,9 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
     // floats (dst[s * NR * kc + k * NR + j]). Columns past the end are zeros. Read B in
     // the order it is stored: with B stored K x N, walking one sliver down its rows
     // would jump a whole row of B (often several pages) per NR floats, and every
-    // access would wait for memory; row by row the hardware prefetcher streams it. With
-    // B stored N x K each sliver is a transpose: transpose_into_sliver again.
+    // access would wait for memory; row by row the hardware prefetcher streams it
+    // (copy_rows_into_sliver, given in packed.hpp, copies rows of a sliver). With B
+    // stored N x K each sliver is a transpose: transpose_into_sliver again.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
     throw gl::NotImplemented("02", "pack a panel of B into NR-column slivers");
     // LAB 02 END
