@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
                 if (k.pack_width > 0)  // the weights packed once, outside the timed loop
                     add(name(k.name + "_prepacked", p, t), [&k, p, t](benchmark::State& s) { run_int8(s, k, p, t, false, true); });
             }
-            for (const char* fp32 : {"threaded", "openblas", "onednn"}) {
+            for (const char* fp32 : {"threaded", "balanced", "openblas", "onednn"}) {
                 const gl::kernels::GemmKernel* k = nullptr;
                 for (const auto& kk : gl::kernels::gemm_kernels())
                     if (kk.name == fp32) k = &gl::kernels::find_gemm(fp32);

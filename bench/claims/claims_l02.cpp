@@ -137,7 +137,7 @@ Result cpu1(const Context& ctx) {
     for (const auto& k : kernels::gemm_kernels()) {
         // The CPU kernels only: the CUDA ones have their own claims (GPU-1, GPU-2).
         if (k.name.rfind("cuda", 0) == 0 || !kernels::why_unavailable(k).empty()) continue;
-        const bool threaded = k.name == "threaded" || k.name == "small" || k.name == "medium" || k.name == "openblas" || k.name == "onednn";
+        const bool threaded = k.name == "threaded" || k.name == "balanced" || k.name == "small" || k.name == "medium" || k.name == "openblas" || k.name == "onednn";
         const bool peer = k.name == "eigen" || k.name == "openblas" || k.name == "onednn";
         const int t = threaded ? threads : 1;
         measured.kernels.push_back({k.name, t, measure_gemm_gflops(k.name, n, t, ctx.quick ? 0.05 : 0.3), peer});

@@ -9,6 +9,7 @@
 
 #include "base/rng.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
+#include "kernels/cpu/sgemm/sgemm.hpp"
 #include "kernels/gemm.hpp"
 #include "parallel/thread_pool.hpp"
 #include "ops/ops.hpp"
@@ -127,6 +128,52 @@ TEST(GemmThreaded, SameBitsForAnyThreadCount) {
         set_num_threads(n);
         EXPECT_EQ(run_gemm(kernels::find_gemm("threaded"), p, A, B), one) << n << " threads";
     }
+    set_num_threads(before);
+}
+
+// Version 8 packs and blocks as version 5 does, so every tile is summed in the same order
+// whichever thread claims it: the same bits as "threaded", on any thread count. The
+// shapes cover a column split, a row split (M > N) with a transposed A, and three K
+// blocks (the claimed last block adds to the first two).
+const GemmProblem kBalancedProblems[] = {{257, 301, 300, false, true}, {700, 90, 1100, true, false},
+                                         {200, 300, 2100, false, false}};
+
+TEST(GemmBalanced, SameBitsAsThreadedOnAnyThreadCount) {
+    const int before = get_num_threads();
+    for (const GemmProblem& p : kBalancedProblems) {
+        const auto A = random_floats(static_cast<std::size_t>(p.M * p.K), 3);
+        const auto B = random_floats(static_cast<std::size_t>(p.K * p.N), 4);
+        set_num_threads(1);
+        const auto want = run_gemm(kernels::find_gemm("threaded"), p, A, B);
+        for (int n : {1, 2, 3, 8}) {
+            set_num_threads(n);
+            EXPECT_EQ(run_gemm(kernels::find_gemm("balanced"), p, A, B), want) << p.str() << ", " << n << " threads";
+        }
+    }
+    set_num_threads(before);
+}
+
+// The path that takes rows from another stripe, made to run: in a nested region the two
+// shares run in order on one thread, and the owner of stripe 0 claims `limit` row blocks
+// of its last K block and leaves the rest, which share 1 then does with stripe 0's packed
+// panel of B. Same bits as "threaded", and the rows taken over counted (with limit 0,
+// all of stripe 0: every row of C, since these shapes are split by columns).
+TEST(GemmBalanced, AnotherShareFinishesTheStripeItsOwnerLeft) {
+    const int before = get_num_threads();
+    set_num_threads(2);
+    for (const GemmProblem& p : {kBalancedProblems[0], kBalancedProblems[2]})
+        for (std::int64_t limit : {0, 1}) {
+            const auto A = random_floats(static_cast<std::size_t>(p.M * p.K), 3);
+            const auto B = random_floats(static_cast<std::size_t>(p.K * p.N), 4);
+            const auto want = run_gemm(kernels::find_gemm("threaded"), p, A, B);
+            std::vector<float> C(static_cast<std::size_t>(p.M * p.N), -1.0f);
+            const auto g = kernels::dense_gemm_args(p.ta, p.tb, p.M, p.N, p.K, A.data(), B.data(), C.data());
+            std::int64_t taken = -1;
+            parallel_run(1, [&](int) { taken = kernels::balanced::run(g, limit); });
+            EXPECT_EQ(C, want) << p.str() << ", limit " << limit;
+            if (limit == 0) EXPECT_EQ(taken, p.M) << p.str();
+            else EXPECT_TRUE(taken > 0 && taken < p.M) << p.str() << ": " << taken << " rows taken over";
+        }
     set_num_threads(before);
 }
 

@@ -14,8 +14,9 @@
 // transposes just its own columns. How many threads: at least kMinWorkPerThread
 // multiply-adds each, so a GEMM of a few microseconds is not handed to a sleeping
 // worker. Below kSmallWork the problem is version 6's (one thread, no hand-off); above
-// kMediumWork version 5's packed blocks, whose cache blocking pays once the operands
-// outgrow L2, take over.
+// kMediumWork the packed blocks of version 5 (as version 8, which shares the end of each
+// stripe between threads), whose cache blocking pays once the operands outgrow L2, take
+// over.
 #include <algorithm>
 #include <cstdint>
 
@@ -49,10 +50,10 @@ GemmArgs<float> column_stripe(const GemmArgs<float>& g, std::int64_t j0, std::in
 }
 
 void gemm_medium(const GemmArgs<float>& g) {
-    static const SgemmFn small = gemm_small_kernel().sgemm, threaded = gemm_threaded_kernel().sgemm;
+    static const SgemmFn small = gemm_small_kernel().sgemm, large = gemm_balanced_kernel().sgemm;
     const double work = gemm_work(g);
     if (work <= kSmallWork || g.K == 0) return small(g);  // version 6 (its K = 0 case too)
-    if (work > kMediumWork) return threaded(g);          // version 5
+    if (work > kMediumWork) return large(g);             // version 8 (5, balanced at the end)
     const std::int64_t units = (g.N + kColumnsPerUnit - 1) / kColumnsPerUnit;
     const int threads = static_cast<int>(std::clamp<double>(
         std::min<double>(work / kMinWorkPerThread, static_cast<double>(units)), 1.0,

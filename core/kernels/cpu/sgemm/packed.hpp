@@ -95,6 +95,12 @@ void pack_b(const GemmArgs<float>& g, std::int64_t p0, std::int64_t kc, std::int
 
 // ---- step c: the loops around the micro-kernel ----------------------------------------
 
+/// One MR x NR tile of C at @p c of which only @p rows x @p cols lie inside C (the
+/// bottom and right edges): the micro-kernel writes a whole tile into a scratch tile and
+/// the part inside C is stored (added to C when @p accumulate).
+void edge_tile(const MicroKernel& mk, std::int64_t kc, const float* a, const float* b, float* c,
+               std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate);
+
 /// The packed algorithm (Goto's loops around the micro-kernel) on rows [i0, i1) and
 /// columns [j0, j1) of C, on the calling thread, with the active micro-kernel.
 void gemm_packed_block(const GemmArgs<float>& g, std::int64_t i0, std::int64_t i1,

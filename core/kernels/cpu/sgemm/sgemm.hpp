@@ -35,7 +35,13 @@
 ///             into column stripes, one per thread, as many threads as the shape repays;
 ///             each thread reads its columns of B in place (or transposes only those), so
 ///             nothing is packed. Smaller problems stay on the calling thread (6), larger
-///             ones go to version 5.
+///             ones go to version 8.
+///   version 8 (8_balanced.cpp, "balanced"): version 5, with the end of each stripe
+///             shared. A thread that loses its CPU for a few milliseconds (a shared
+///             machine) made version 5's whole call wait for it; here the row blocks of
+///             each stripe's last K block are claimed, the owner from the top and threads
+///             that have finished from the bottom, so they finish together. The same
+///             tiles in the same order: the same bits as version 5.
 ///
 /// Established libraries (Eigen, OpenBLAS, oneDNN) sit beside the family as peers, in
 /// kernels/cpu/peers/; the 16-bit kernels are paths per instruction set, in
@@ -61,6 +67,7 @@ GemmKernel gemm_packed_simd_kernel();  // 4c_packed_simd.cpp
 GemmKernel gemm_threaded_kernel();     // 5_threaded.cpp
 GemmKernel gemm_small_kernel();        // 6_small.cpp
 GemmKernel gemm_medium_kernel();       // 7_medium.cpp
+GemmKernel gemm_balanced_kernel();     // 8_balanced.cpp
 
 namespace small {
 // Version 6's path on the calling thread, whatever the size: masked register tiles that
@@ -68,6 +75,15 @@ namespace small {
 // thread without AVX-512. Version 7 runs it on stripes of C.
 void gemm_unpacked(const GemmArgs<float>& g);
 }  // namespace small
+
+namespace balanced {
+// Version 8 on get_num_threads() threads. Returns how many rows of the stripes' last K
+// blocks were done by a thread other than the stripe's owner. Tests only: with
+// owner_claim_limit >= 0 the owner of stripe 0 claims at most that many row blocks of its
+// last block and leaves the rest to the others; that is complete only when the shares
+// run in order on one thread (a nested region), where share 1 finishes stripe 0.
+std::int64_t run(const GemmArgs<float>& g, std::int64_t owner_claim_limit = -1);
+}  // namespace balanced
 
 // Multiply-adds of a problem, M N K, as a double (no overflow for any shape).
 inline double gemm_work(const GemmArgs<float>& g) {
@@ -78,7 +94,7 @@ inline double gemm_work(const GemmArgs<float>& g) {
 /// The versions of the family, in order: what the GEMM registry lists first.
 inline std::vector<GemmKernel> cpu_sgemm_versions() {
     return {gemm_naive_kernel(), gemm_reordered_kernel(), gemm_blocked_kernel(), gemm_packed_simd_kernel(),
-            gemm_threaded_kernel(), gemm_small_kernel(), gemm_medium_kernel()};
+            gemm_threaded_kernel(), gemm_small_kernel(), gemm_medium_kernel(), gemm_balanced_kernel()};
 }
 
 }  // namespace gl::kernels

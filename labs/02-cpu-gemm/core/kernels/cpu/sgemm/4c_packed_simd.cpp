@@ -44,8 +44,8 @@ struct AlignedBuffer {
 
 std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
-// One MR x NR tile of C at (i, j), of which only rows x cols lie inside C: the kernel
-// writes a full tile into a scratch tile and the valid part is copied (edge tiles only).
+}  // namespace
+
 void edge_tile(const MicroKernel& mk, std::int64_t kc, const float* a, const float* b, float* c,
                std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
     alignas(64) float t[16 * 32];
@@ -54,8 +54,6 @@ void edge_tile(const MicroKernel& mk, std::int64_t kc, const float* a, const flo
         for (std::int64_t j = 0; j < cols; ++j)
             c[i * ldc + j] = (accumulate ? c[i * ldc + j] : 0.0f) + t[i * mk.nr + j];
 }
-
-}  // namespace
 
 void gemm_packed_block(const GemmArgs<float>& g, std::int64_t i0, std::int64_t i1, std::int64_t j0,
                        std::int64_t j1) {
