@@ -7,13 +7,15 @@
 //       pack B(pc.., jc..)           into NR-wide slivers (step a)
 //       for ic in M, step MC:        an MC x KC block of A lives in L2
 //         pack A(ic.., pc..)         into MR-tall slivers (step a)
-//         for jr in NC, step NR:     a KC x NR sliver of B stays in L1
+//         for jr in NC, step NR:     a KC x NR sliver of B stays in L1 (or L2, below)
 //           for ir in MC, step MR:
 //             micro-kernel: C[MR x NR] += Asliver * Bsliver, in registers (step b)
 //
 // Why it is fast: the micro-kernel runs at nearly the FMA units' rate as long as its two
 // streams arrive in time, and the blocking keeps each stream in the cache level that can
 // feed it: the A sliver is reused NC/NR times from L2, the B sliver MC/MR times from L1.
+// That is the textbook sizing. With AVX-512 our KC is 1024 (blocking_for says why), so a
+// B sliver is 128 KiB and both slivers stream from L2, which keeps up with the kernel.
 // What is left slow: it uses one core (version 5).
 #include <algorithm>
 #include <cstdint>
