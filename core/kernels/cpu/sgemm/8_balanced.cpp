@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "base/aligned_vector.hpp"
@@ -54,9 +55,10 @@ struct alignas(64) LastBlock {
     }
 };
 
-// Claims up to `most` groups of MR rows, from the front (the owner) or from the end
-// (another thread), and never more than half of what is left unless one group is all
-// that is: [first, last) of the groups. False when nothing is left.
+// Claims groups of MR rows, [first, last), from the front (the owner) or from the end
+// (another thread): `most` of them while at least twice that many are left, then half of
+// what is left (the owner rounding up, another thread down, at least one). False when
+// nothing is left.
 bool claim(LastBlock& block, bool from_end, std::int64_t most, std::int64_t& first, std::int64_t& last) {
     std::uint64_t seen = block.unclaimed.load(std::memory_order_relaxed);
     for (;;) {
@@ -89,9 +91,9 @@ struct Buffers {
 
 // Share t's buffers on the calling thread. One set per share, not per thread: run in
 // order on one thread (a nested region), share 1 must not pack over the panel of B that
-// share 0 published.
+// share 0 published. A deque, because growing it never moves the sets already there.
 Buffers& buffers_of(int share) {
-    thread_local std::vector<Buffers> shares;
+    thread_local std::deque<Buffers> shares;
     if (static_cast<int>(shares.size()) <= share) shares.resize(static_cast<std::size_t>(share) + 1);
     return shares[static_cast<std::size_t>(share)];
 }
