@@ -53,11 +53,11 @@ def plot_gemm(plt, path: Path, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 5))
     lines = gemm_points(path)
     kernels = list(dict.fromkeys(label.split(",")[0] for label in lines))
-    colors = plt.get_cmap("tab10")
+    colors = plt.get_cmap("tab10" if len(kernels) <= 10 else "tab20")  # a colour each
     for label, pts in sorted(lines.items()):  # one colour per kernel, dashed for 1 thread
         pts.sort()
         style = "--" if "1 thread" in label else "-"
-        color = colors(kernels.index(label.split(",")[0]) % 10)
+        color = colors(kernels.index(label.split(",")[0]) % colors.N)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, marker="o", ms=3, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
