@@ -2,8 +2,9 @@
 # Measures everything docs/results/cpu-gemm-roofline.md reports, into one folder:
 #   bench/cpu_results.sh [OUT_DIR]      (default: results/cpu; takes about 3 minutes)
 # gemm.json (every GEMM kernel, N = 64..2048 and the SimpleNet shapes, 1 and 2 threads),
-# acceptance.json (ours, threaded and balanced, vs OpenBLAS and oneDNN at N = 1024, 2048, 2 threads, 5 interleaved
-# repetitions), claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3, full size), train.txt
+# acceptance.json (ours, threaded and balanced, vs OpenBLAS and oneDNN at N = 1024, 2048,
+# 2 threads, 5 interleaved repetitions), claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3,
+# full size), train.txt
 # (SimpleNet, Adam, batch 64, 2 threads, 5 epochs, threaded vs eigen), peers.txt/json
 # (SimpleNet epoch time beside PyTorch's, when python3-torch is installed), the plots.
 set -euo pipefail
