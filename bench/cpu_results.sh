@@ -4,9 +4,9 @@
 # gemm.json (every GEMM kernel, N = 64..2048 and the SimpleNet shapes, 1 and 2 threads),
 # acceptance.json (ours, threaded and balanced, vs OpenBLAS and oneDNN at N = 1024, 2048,
 # 2 threads, 5 interleaved repetitions), claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3,
-# full size), train.txt
-# (SimpleNet, Adam, batch 64, 2 threads, 5 epochs, threaded vs eigen), peers.txt/json
-# (SimpleNet epoch time beside PyTorch's, when python3-torch is installed), the plots.
+# full size), train.txt (SimpleNet, Adam, batch 64, 2 threads, 5 epochs, threaded vs
+# eigen), peers.txt/json (SimpleNet epoch time beside PyTorch's, when python3-torch is
+# installed), the plots.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GRADLAB_BUILD:-$ROOT/build}"
