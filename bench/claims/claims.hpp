@@ -102,6 +102,10 @@ std::vector<Claim> lab15_choice_claims();   // CHOICE-1 (claims_l15_choice.cpp)
 
 // Best-of-runs GFLOP/s of an N x N x N SGEMM with a registered kernel on `threads` threads.
 double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds);
+// Whether the FP32 GEMM called `kernel` competes for "the fastest on this CPU" at large
+// sizes: ours for large problems (version 5 "threaded", version 8 "balanced") and the peer
+// libraries. The claims that compare with the best FP32 GEMM (GPU-1, Q-1) measure these.
+bool large_fp32_gemm_contender(const std::string& kernel);
 // The 1-minute load average (how busy the machine was), or -1.
 double load_average();
 // The CPUs this process may run on: what "every core" means for CPU-1, CPU-2, MEM-1, MEM-3.

@@ -97,6 +97,12 @@ Result gemm1(const Context& ctx) {
 
 }  // namespace
 
+bool large_fp32_gemm_contender(const std::string& kernel) {
+    for (const char* name : {"threaded", "balanced", "eigen", "openblas", "onednn"})
+        if (kernel == name) return true;
+    return false;
+}
+
 double measure_gemm_gflops(const std::string& kernel, std::int64_t n, int threads, double min_seconds) {
     const kernels::GemmKernel& k = kernels::find_gemm(kernel);
     const int before = get_num_threads();

@@ -113,8 +113,7 @@ Result gpu2(const Context& ctx) {
 /// Whether @p k competes for "the best CPU GEMM": our fastest kernel and the peer libraries
 /// (the slower teaching kernels cannot win; the CUDA family is the other side of the claim).
 bool cpu_contender(const kernels::GemmKernel& k) {
-    const bool fast = k.name == "threaded" || k.name == "balanced" || k.name == "eigen" || k.name == "openblas" || k.name == "onednn";
-    return fast && kernels::why_unavailable(k).empty();
+    return large_fp32_gemm_contender(k.name) && kernels::why_unavailable(k).empty();
 }
 
 Result gpu1(const Context& ctx) {

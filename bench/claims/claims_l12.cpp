@@ -85,7 +85,7 @@ std::vector<Int8GemmSpeed> measure_speeds(const Context& ctx, int threads, nlohm
         if (k.peer && k.available()) onednn.push_back(&k);
     std::vector<std::string> fp32_names;
     for (const auto& k : kernels::gemm_kernels())
-        if (k.name == "threaded" || k.name == "balanced" || k.name == "openblas" || k.name == "onednn" || k.name == "eigen") fp32_names.push_back(k.name);
+        if (large_fp32_gemm_contender(k.name)) fp32_names.push_back(k.name);
     for (long n : {1024L, 2048L}) {
         std::map<std::string, std::vector<double>> runs;  // kernel -> rate per round
         for (int round = 0; round < rounds; ++round) {

@@ -69,8 +69,9 @@ Isa active_isa();
 /// Rows of a sliver copied from an operand whose runs along k are already the sliver's:
 /// dst[k * nr + j] = src[k * ld + j] for k < rows and j < cols, and zeros for
 /// cols <= j < nr. The copying part of pack_b (B stored K x N) and of pack_a (A stored
-/// K x M). On AVX-512 a row is one or two masked vector loads and stores (the scalar
-/// loop, compiled for any x86-64, moved 16 bytes at a time: pack_b took 25% longer).
+/// K x M). On AVX-512 a row is one or two masked vector loads and stores. The scalar
+/// loop, compiled for any x86-64, moved 16 bytes at a time: a 1024 x 1024 panel of B took
+/// 0.415 ms against 0.312 from memory, 0.301 against 0.154 from L3.
 void copy_rows_into_sliver(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, int nr,
                            float* dst);
 

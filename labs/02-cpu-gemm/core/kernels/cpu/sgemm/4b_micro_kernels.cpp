@@ -74,7 +74,8 @@ __attribute__((target("avx512f"))) void micro_avx512(std::int64_t kc, const floa
     // LAB 02 BEGIN: the AVX-512 micro-kernel (12 x 32)
     // The same idea with 512-bit vectors: a 12 x 32 tile in 24 zmm registers, two loads
     // of B and 12 broadcasts of A per k for 24 FMAs. Prefetch the A sliver a few steps
-    // ahead: it streams from L2 while the B sliver sits in L1. Ask for the tile of C
+    // ahead: it streams from L2 (at our KC = 1024 so does the 128 KiB B sliver, which the
+    // hardware prefetcher follows on its own). Ask for the tile of C
     // kCPrefetchSteps before the loop ends, so that it is in L1 when it is added.
     // TODO(lab 02): write this part (see labs/02-cpu-gemm/README.md).
     throw gl::NotImplemented("02", "the AVX-512 micro-kernel (12 x 32)");
