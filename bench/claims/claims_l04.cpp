@@ -30,32 +30,34 @@ using Clock = std::chrono::steady_clock;
 using testkit::best_seconds;
 using testkit::size_str;
 
-// An element-wise kernel over n floats: the bytes STREAM would count per element (each
-// array read or written once), the write-allocate bytes on top of them (an output array
-// the kernel does not also read is first read into the cache, line by line, before the
-// ordinary stores overwrite it), and the flops per element. Counted bytes plus
-// write-allocate bytes are what memory really moves.
+// An element-wise kernel over n floats: its memory traffic (arrays read, updated in place,
+// written), from which the bytes STREAM would count (each array read or written once) and
+// the bytes memory really moves (plus a write-allocate read of each array only written:
+// the line is read into the cache before ordinary stores overwrite it) both follow, and
+// its flops per element.
 struct Elementwise {
     std::string name;
-    double bytes_per_element;
-    double allocate_bytes_per_element;
+    hw::StreamPattern traffic;
     double flops_per_element;
     std::function<void(std::vector<std::vector<float>>&, std::int64_t)> run;
-    double moved_per_element() const { return bytes_per_element + allocate_bytes_per_element; }
+    double counted_per_element() const { return 4.0 * traffic.counted(); }
+    double moved_per_element() const { return 4.0 * traffic.moved(); }
 };
 
 std::vector<Elementwise> elementwise_kernels() {
     using V = std::vector<std::vector<float>>;
     return {
-        {"relu", 8, 4, 1, [](V& a, std::int64_t n) { kernels::relu(a[0].data(), a[1].data(), n); }},
-        {"add", 12, 4, 1, [](V& a, std::int64_t n) { kernels::add(a[0].data(), a[1].data(), a[2].data(), n); }},
+        {"relu", {1, 0, 1}, 1, [](V& a, std::int64_t n) { kernels::relu(a[0].data(), a[1].data(), n); }},
+        {"add", {2, 0, 1}, 1, [](V& a, std::int64_t n) { kernels::add(a[0].data(), a[1].data(), a[2].data(), n); }},
         // In place: y is read anyway, so writing it costs no extra read.
-        {"axpy (SGD)", 12, 0, 2, [](V& a, std::int64_t n) { kernels::axpy(-1e-3f, a[0].data(), a[1].data(), n); }},
-        {"adam", 28, 0, 14,
+        {"axpy (SGD)", {1, 1, 0}, 2, [](V& a, std::int64_t n) { kernels::axpy(-1e-3f, a[0].data(), a[1].data(), n); }},
+        // Reads g, updates p, m and v.
+        {"adam", {1, 3, 0}, 14,
          [](V& a, std::int64_t n) {
              kernels::adam_step(a[0].data(), a[1].data(), a[2].data(), a[3].data(), n, kernels::AdamStep{1e-3f});
          }},
-        {"log-softmax rows", 8, 4, 10,
+        // Each 4 KiB row is read twice, but the second time from L1: one read from memory.
+        {"log-softmax rows", {1, 0, 1}, 10,
          [](V& a, std::int64_t n) { kernels::log_softmax_rows(a[0].data(), a[1].data(), n / 1024, 1024); }},
     };
 }
@@ -64,31 +66,46 @@ std::vector<Elementwise> elementwise_kernels() {
 // before they are overwritten.
 constexpr double kTriadMovedPerCounted = 4.0 / 3.0;
 
+// A kernel's readings over the rounds, in bytes moved per second: its own, and those of
+// the STREAM loop with the same traffic run just before it (its twin).
+struct KernelRounds {
+    std::vector<double> gbs, twin_gbs, twin_ratio, triad_ratio;
+};
+
 Result mem1(const Context& ctx) {
     Result r;
     const int threads = machine_cores();
     const std::int64_t bytes = ctx.quick ? (64 << 20) : (256 << 20);  // per array, far beyond L3
     const double peak = hw::best_fp32_peak_gflops(threads);
-    // Rounds of (STREAM triad, then every element-wise kernel), and the median of each
-    // over the rounds: the memory bandwidth this machine gives us moves from one second
-    // to the next (triad readings of 28-49 GB/s in one afternoon), so each kernel is
-    // compared with the bandwidth measured beside it, and no single reading decides.
+    // Rounds of (STREAM triad, then every element-wise kernel, each just after a STREAM
+    // loop with its traffic), and the median of each over the rounds: the memory
+    // bandwidth this machine gives us moves from one second to the next (triad readings of
+    // 45-81 GB/s within one run), so each kernel is compared with the bandwidth measured
+    // beside it, and no single reading decides.
     const int rounds = ctx.quick ? 3 : 5;
     const auto kernels_list = elementwise_kernels();
     const std::int64_t n = bytes / 4;
     std::vector<std::vector<float>> arrays(4, std::vector<float>(static_cast<std::size_t>(n), 0.5f));
     std::vector<double> triad_gbs, triad_nt_gbs;
-    std::vector<std::vector<double>> kernel_gbs(kernels_list.size());  // bytes moved per second
+    std::vector<KernelRounds> readings(kernels_list.size());
     for (int round = 0; round < rounds; ++round) {
         triad_gbs.push_back(hw::stream_triad(bytes, threads, 3).gbs);
         triad_nt_gbs.push_back(hw::stream_triad_nontemporal(bytes, threads, 3).gbs);
         for (std::size_t i = 0; i < kernels_list.size(); ++i) {
-            const double sec = best_seconds([&] { kernels_list[i].run(arrays, n); }, 3);
-            kernel_gbs[i].push_back(kernels_list[i].moved_per_element() * static_cast<double>(n) / sec * 1e-9);
+            const Elementwise& k = kernels_list[i];
+            const double twin = hw::stream_pattern(k.traffic, bytes, threads, 3).gbs / k.traffic.counted() *
+                                k.traffic.moved();
+            const double sec = best_seconds([&] { k.run(arrays, n); }, 3);
+            const double gbs = k.moved_per_element() * static_cast<double>(n) / sec * 1e-9;
+            readings[i].gbs.push_back(gbs);
+            readings[i].twin_gbs.push_back(twin);
+            readings[i].twin_ratio.push_back(gbs / twin);
+            readings[i].triad_ratio.push_back(gbs / (triad_gbs.back() * kTriadMovedPerCounted));
         }
     }
     // Kernels are compared with the triad in the bytes both really move (write-allocate
-    // included); the streaming-store triad moves what it counts, another view of the roof.
+    // included), and with their twins; the streaming-store triad moves what it counts,
+    // another view of the roof.
     const double triad = median(triad_gbs), triad_nt = median(triad_nt_gbs);
     const double triad_moved = triad * kTriadMovedPerCounted;
     const hw::StreamResult copy = hw::stream_copy(bytes, threads);
@@ -106,23 +123,33 @@ Result mem1(const Context& ctx) {
       << fixed(*std::min_element(triad_gbs.begin(), triad_gbs.end()), 1) << "-"
       << fixed(*std::max_element(triad_gbs.begin(), triad_gbs.end()), 1) << " counted), with streaming stores "
       << fixed(triad_nt, 1) << " GB/s, copy " << fixed(copy.gbs, 1) << " GB/s (" << threads << " threads, "
-      << size_str(bytes) << " arrays); element-wise kernels in bytes moved: ";
+      << size_str(bytes) << " arrays); element-wise kernels in bytes moved, against the triad and against a "
+      << "STREAM loop with the same traffic: ";
     Mem1Measured measured{peak, triad_moved, {}, 0.0, 0.0};
     for (std::size_t i = 0; i < kernels_list.size(); ++i) {
         const auto& k = kernels_list[i];
-        const double gbs = median(kernel_gbs[i]);
+        const double gbs = median(readings[i].gbs), twin = median(readings[i].twin_gbs);
+        // Ratios are taken within a round, then the median over rounds: the bandwidth can
+        // change between rounds (two levels, 65 and 100 GB/s, alternated in one run here).
+        const double twin_ratio = median(readings[i].twin_ratio), triad_ratio = median(readings[i].triad_ratio);
         const double gflops = gbs / k.moved_per_element() * k.flops_per_element;
         const double intensity = k.flops_per_element / k.moved_per_element();
-        measured.elementwise.push_back({k.name, gbs, intensity});
+        measured.elementwise.push_back({k.name, gbs, intensity, twin_ratio});
         r.data["elementwise"].push_back({{"name", k.name},
+                                         {"traffic", hw::to_string(k.traffic)},
                                          {"gbs", gbs},
-                                         {"counted_gbs", gbs / k.moved_per_element() * k.bytes_per_element},
+                                         {"gbs_rounds", readings[i].gbs},
+                                         {"counted_gbs", gbs / k.moved_per_element() * k.counted_per_element()},
+                                         {"twin_gbs", twin},
+                                         {"twin_gbs_rounds", readings[i].twin_gbs},
+                                         {"pct_twin", 100 * twin_ratio},
                                          {"gflops", gflops},
                                          {"intensity", intensity},
-                                         {"pct_stream", 100 * gbs / triad_moved},
+                                         {"pct_stream", 100 * triad_ratio},
                                          {"pct_peak", 100 * gflops / peak}});
-        m << k.name << " " << fixed(gbs, 1) << " GB/s (" << fixed(100 * gbs / triad_moved, 0) << "% of triad, "
-          << fixed(100 * gflops / peak, 1) << "% of peak), ";
+        m << k.name << " " << fixed(gbs, 1) << " GB/s (" << fixed(100 * triad_ratio, 0) << "% of triad, "
+          << fixed(100 * twin_ratio, 0) << "% of " << hw::to_string(k.traffic) << " at " << fixed(twin, 1)
+          << ", " << fixed(100 * gflops / peak, 1) << "% of peak), ";
     }
     const std::int64_t gn = ctx.quick ? 512 : 1024;
     measured.gemm_gflops = measure_gemm_gflops("threaded", gn, threads, ctx.quick ? 0.05 : 0.3);

@@ -84,9 +84,10 @@ Judgement judge_mem1(const Mem1Measured& m) {
     bool all_memory_bound = true;
     const double ridge = m.peak_gflops / m.triad_gbs;  // flop/byte where the two roofs meet
     for (const auto& k : m.elementwise) {
-        if (above_ceiling(k.gbs, m.triad_gbs))
-            return suspect(k.name + " moved " + fixed(k.gbs, 1) + " GB/s against STREAM's " + fixed(m.triad_gbs, 1));
-        worst_bw = std::min(worst_bw, k.gbs / m.triad_gbs);
+        if (above_ceiling(k.of_twin, 1.0))
+            return suspect(k.name + " moved bytes " + fixed(k.of_twin, 2) +
+                           "x as fast as a STREAM loop with the same traffic: its byte count is too high");
+        worst_bw = std::min(worst_bw, k.of_twin);
         worst_flops = std::max(worst_flops, k.gbs * k.flops_per_byte / m.peak_gflops);
         all_memory_bound = all_memory_bound && k.flops_per_byte < ridge;
     }
@@ -96,9 +97,10 @@ Judgement judge_mem1(const Mem1Measured& m) {
     const double gemm_share = m.gemm_gflops / m.peak_gflops;
     const bool ok = all_memory_bound && gemm_compute_bound && worst_bw >= 0.7 && worst_flops <= 0.2 && gemm_share >= 0.5;
     return {ok ? Verdict::Reproduced : Verdict::NotReproduced,
-            "element-wise kernels reach at least " + fixed(100 * worst_bw, 0) + "% of STREAM bandwidth and at most " +
-                fixed(100 * worst_flops, 1) + "% of peak FLOP/s; GEMM reaches " + fixed(100 * gemm_share, 0) +
-                "% of peak; ridge point " + fixed(ridge, 1) + " flop/byte" +
+            "element-wise kernels reach at least " + fixed(100 * worst_bw, 0) +
+                "% of the bandwidth of a STREAM loop with their traffic and at most " + fixed(100 * worst_flops, 1) +
+                "% of peak FLOP/s; GEMM reaches " + fixed(100 * gemm_share, 0) + "% of peak; ridge point " +
+                fixed(ridge, 1) + " flop/byte" +
                 (ok ? ": the roofline holds" : " (expected >= 70% of STREAM, <= 20% of peak, GEMM >= 50%)")};
 }
 

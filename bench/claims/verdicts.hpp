@@ -72,19 +72,25 @@ Judgement judge_cpu2(const std::vector<ThreadReading>& readings, int cores);
 
 struct BandwidthReading {
     std::string name;
-    double gbs = 0.0;
-    double flops_per_byte = 0.0;
+    double gbs = 0.0;             ///< bytes moved per second (write-allocate included), GB/s
+    double flops_per_byte = 0.0;  ///< flops per byte moved
+    /// The kernel's bytes moved per second over those of a STREAM loop with the same
+    /// traffic (arrays read, updated, written) measured beside it: median over rounds.
+    double of_twin = 0.0;
 };
 struct Mem1Measured {
     double peak_gflops = 0.0;
-    double triad_gbs = 0.0;      ///< STREAM triad in bytes moved (write-allocate included), the bandwidth roof
+    double triad_gbs = 0.0;      ///< STREAM triad in bytes moved (write-allocate included): the roofline's bandwidth
     std::vector<BandwidthReading> elementwise;
     double gemm_gflops = 0.0;
     double gemm_flops_per_byte = 0.0;
 };
-/// Reproduced when every element-wise kernel is memory-bound by the roofline, reaches
-/// >= 70% of STREAM and <= 20% of peak, and GEMM is compute-bound at >= 50% of peak;
-/// suspect when a kernel beats STREAM or GEMM beats the peak by more than the noise.
+/// Reproduced when every element-wise kernel is memory-bound by the roofline (left of the
+/// triad's ridge point), reaches >= 70% of its same-traffic STREAM loop and <= 20% of
+/// peak, and GEMM is compute-bound at >= 50% of peak; suspect when a kernel beats its
+/// same-traffic STREAM loop, or GEMM the peak, by more than the noise. (A kernel is held
+/// to the loop with its own traffic, not to the triad: how many bytes per second memory
+/// moves depends on the mix of reads and writes, see Lab 04's README.)
 Judgement judge_mem1(const Mem1Measured& m);
 
 // ---- MEM-3 -------------------------------------------------------------------------------

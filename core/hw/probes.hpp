@@ -54,6 +54,35 @@ struct StreamResult {
     double gbs = 0.0;          ///< best pass, GB/s (10^9 bytes per second)
 };
 
+/// The memory traffic of a streaming kernel, per element: how many arrays it only reads,
+/// how many it reads and writes back in place, and how many it only writes. relu is
+/// {1, 0, 1}, the triad and add {2, 0, 1}, axpy {1, 1, 0}, Adam {1, 3, 0}.
+struct StreamPattern {
+    int read = 0;     ///< arrays only read
+    int updated = 0;  ///< arrays read and written in place (y += ...)
+    int written = 0;  ///< arrays only written
+    bool operator==(const StreamPattern&) const = default;
+    /// Array passes STREAM counts: each array once, an updated one twice (read, write).
+    int counted() const { return read + 2 * updated + written; }
+    /// Array passes memory really moves with ordinary stores: the counted ones plus one
+    /// write-allocate read of each array that is only written.
+    int moved() const { return counted() + written; }
+};
+
+/// "read r, update u, write w", as reports print a pattern.
+std::string to_string(const StreamPattern& p);
+
+/// The patterns stream_pattern() has a loop for (those of the element-wise kernels).
+std::vector<StreamPattern> stream_patterns();
+
+/// A STREAM-style kernel with traffic @p p over double arrays of @p array_bytes each,
+/// fused per element as an element-wise kernel is (out = 1 + sum of the read arrays;
+/// each updated array += 1e-3 x that), written with ordinary stores. StreamResult::bytes
+/// counts as STREAM does (p.counted() arrays); memory moves p.moved(). Two kernels with
+/// the same pattern make the same demands on memory, so this is the bandwidth a kernel of
+/// pattern @p p should be compared with. Throws for a pattern not in stream_patterns().
+StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, int threads, int passes = 5);
+
 /// STREAM copy (c[i] = a[i]) over arrays of @p array_bytes each: best of @p passes.
 StreamResult stream_copy(std::int64_t array_bytes, int threads, int passes = 5);
 /// The STREAM triad loop on one thread's share [@p lo, @p hi) of the arrays:

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "base/rng.hpp"
 #include "hw/probes.hpp"
 #include "kernels/cpu/elementwise.hpp"
@@ -93,6 +95,35 @@ TEST(Probes, NontemporalTriadMatchesTheTriadOnEveryAlignmentAndLength) {
             hw::triad_nontemporal(a.data(), b.data(), c.data(), 2.5, lo, hi);
             ASSERT_EQ(a, want) << "range [" << lo << ", " << hi << ")";
         }
+}
+
+// A pattern's byte counts: STREAM counts an updated array twice and a written one once;
+// memory also reads each written array once before overwriting it (write-allocate).
+TEST(Probes, StreamPatternCountsWhatStreamCountsAndWhatMemoryMoves) {
+    const hw::StreamPattern triad{2, 0, 1}, axpy{1, 1, 0}, adam{1, 3, 0};
+    EXPECT_EQ(triad.counted(), 3);
+    EXPECT_EQ(triad.moved(), 4);
+    EXPECT_EQ(axpy.counted(), 3);
+    EXPECT_EQ(axpy.moved(), 3);
+    EXPECT_EQ(adam.counted(), 7);
+    EXPECT_EQ(adam.moved(), 7);
+    EXPECT_EQ(hw::to_string(axpy), "read 1, update 1, write 0");
+}
+
+// Every pattern with a loop runs (it checks its own result) and counts its bytes as
+// STREAM does; a pattern without one is refused with a message naming where to add it.
+TEST(Probes, StreamPatternRunsEveryPatternItListsAndRefusesOthers) {
+    for (const auto& p : hw::stream_patterns()) {
+        const hw::StreamResult r = hw::stream_pattern(p, 1 << 16, 2, 1);
+        EXPECT_EQ(r.bytes, std::int64_t{p.counted()} * (1 << 16)) << hw::to_string(p);
+        EXPECT_GT(r.gbs, 0.0) << hw::to_string(p);
+    }
+    try {
+        hw::stream_pattern({3, 3, 3}, 1 << 16, 1, 1);
+        FAIL() << "a pattern without a loop ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("pattern_loops()"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace
