@@ -61,6 +61,7 @@ struct StreamPattern {
     int read = 0;     ///< arrays only read
     int updated = 0;  ///< arrays read and written in place (y += ...)
     int written = 0;  ///< arrays only written
+    /// Same counts of read, updated and written arrays.
     bool operator==(const StreamPattern&) const = default;
     /// Array passes STREAM counts: each array once, an updated one twice (read, write).
     int counted() const { return read + 2 * updated + written; }
