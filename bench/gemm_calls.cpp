@@ -1,6 +1,6 @@
 // gemm_calls: GEMM kernels timed call by call, in alternating blocks, with the whole
 // distribution of call times (fastest, quartiles, 90th percentile, mean) and each kernel's
-// ratio to the first one named.
+// time over the first one's (above 1: the first kernel is faster).
 //
 //   build/bench/gemm_calls --n 1024 2048 --kernels balanced onednn --rounds 24
 //   build/bench/gemm_calls --n 2048 --kernels balanced threaded onednn --json calls.json
@@ -86,13 +86,13 @@ std::vector<Calls> time_calls(std::int64_t n, const Options& o) {
 void print(std::int64_t n, const std::vector<Calls>& calls) {
     std::printf("N = %lld, %zu calls per kernel, milliseconds\n", static_cast<long long>(n), calls[0].ms.size());
     std::printf("%-12s %9s %9s %9s %9s %9s %9s | %s\n", "kernel", "fastest", "p25", "median", "p75", "p90", "mean",
-                "first kernel's time / this one's: fastest, p25, median, mean");
+                "this one's time / the first kernel's: fastest, p25, median, mean");
     const Calls& first = calls[0];
     for (const Calls& c : calls)
         std::printf("%-12s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f | %.3f %.3f %.3f %.3f\n", c.kernel.c_str(),
                     c.quantile(0), c.quantile(0.25), c.quantile(0.5), c.quantile(0.75), c.quantile(0.9), c.mean(),
-                    first.quantile(0) / c.quantile(0), first.quantile(0.25) / c.quantile(0.25),
-                    first.quantile(0.5) / c.quantile(0.5), first.mean() / c.mean());
+                    c.quantile(0) / first.quantile(0), c.quantile(0.25) / first.quantile(0.25),
+                    c.quantile(0.5) / first.quantile(0.5), c.mean() / first.mean());
 }
 
 nlohmann::json to_json(std::int64_t n, const std::vector<Calls>& calls) {
