@@ -311,7 +311,8 @@ namespace {
 // element-wise kernel (a loop per array would show it one stream at a time, which the
 // prefetchers and DRAM serve differently: 40% slower here).
 template <int R, int U, int W>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void pattern_pass(double* const* arrays, std::int64_t lo, std::int64_t hi) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void pattern_pass(double* const* arrays, std::int64_t lo,
+                                                                              std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; ++i) {
         double sum = 1.0;
         for (int k = 0; k < R; ++k) sum += arrays[k][i];
@@ -368,7 +369,7 @@ StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, in
                      [&](std::int64_t lo, std::int64_t hi) { it->pass(arrays.data(), lo, hi); });
     const double expected = 1.0 + p.read;
     for (int k = p.read + p.updated; k < p.read + p.updated + p.written; ++k)
-        check(arrays[static_cast<std::size_t>(k)][0] == expected && arrays[static_cast<std::size_t>(k)][s.n - 1] == expected,
+        check(s[static_cast<std::size_t>(k)][0] == expected && s[static_cast<std::size_t>(k)][s.n - 1] == expected,
               "stream_pattern: the kernel computed a wrong result");
     return r;
 }
