@@ -11,8 +11,9 @@
 // apart at the 90th percentile, and which one "wins" depends on the statistic.
 //
 // Each round runs every kernel for a block of calls, in an order rotated from round to
-// round. The first call of a block is not timed: a peer library's idle threads keep
-// spinning for a while after its last call (bench/warm_up.hpp), and that call absorbs it.
+// round. Each block starts with untimed calls for 30 ms (bench/warm_up.hpp): a peer
+// library's idle threads keep spinning for a while after its last call, and those calls
+// absorb it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "parallel/thread_pool.hpp"
 #include "testkit/aligned.hpp"
 #include "testkit/random.hpp"
+#include "warm_up.hpp"
 
 namespace {
 
@@ -38,7 +40,8 @@ struct Calls {
     std::string kernel;
     std::vector<double> ms;
 
-    // The value below which a fraction @p q of the calls lie (nearest rank).
+    // The time at rank round(q x (count - 1)) of the sorted times: the fastest for q = 0, for
+    // q = 0.5 of an even count the upper of the two middle ones.
     double quantile(double q) const {
         std::vector<double> v = ms;
         std::sort(v.begin(), v.end());
@@ -73,7 +76,7 @@ std::vector<Calls> time_calls(std::int64_t n, const Options& o) {
         for (std::size_t step = 0; step < k; ++step) {
             Calls& c = calls[(step + static_cast<std::size_t>(round)) % k];  // rotate the order
             const auto& kernel = gl::kernels::find_gemm(c.kernel);
-            kernel.sgemm(g);  // untimed: absorbs what the previous kernel left running
+            gl::bench::warm_up([&] { kernel.sgemm(g); });  // absorbs what the previous kernel left running
             for (int i = 0; i < o.block; ++i) {
                 const auto start = Clock::now();
                 kernel.sgemm(g);

@@ -70,7 +70,7 @@ struct StreamPattern {
     int moved() const { return counted() + written; }
 };
 
-/// "read r, update u, write w", as reports print a pattern.
+/// "read r, update u, write w", leaving out the zero counts ("read 1, write 1").
 std::string to_string(const StreamPattern& p);
 
 /// The patterns stream_pattern() has a loop for (those of the element-wise kernels).

@@ -124,6 +124,10 @@ TEST(ClaimsMem1, FasterThanItsSameTrafficLoopOrAbovePeakIsSuspect) {
     Mem1Measured m = mem1_good();
     m.elementwise[0].of_twin = 1.3;  // a byte count too high: 1.3x its twin
     EXPECT_EQ(judge_mem1(m).verdict, Verdict::Suspect);
+    m.elementwise[0].of_twin = 1.12;  // just past the 10% margin
+    EXPECT_EQ(judge_mem1(m).verdict, Verdict::Suspect);
+    m.elementwise[0].of_twin = 1.08;  // within it
+    EXPECT_EQ(judge_mem1(m).verdict, Verdict::Reproduced);
     m = mem1_good();
     m.gemm_gflops = 240.0;  // 1.2x peak
     EXPECT_EQ(judge_mem1(m).verdict, Verdict::Suspect);
