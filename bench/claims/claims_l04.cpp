@@ -63,9 +63,14 @@ std::vector<Elementwise> elementwise_kernels() {
     };
 }
 
-// The triad counts 3 arrays but, with ordinary stores, moves 4: a's lines are read
-// before they are overwritten.
-constexpr double kTriadMovedPerCounted = 4.0 / 3.0;
+// The triad's traffic: it counts 3 arrays but, with ordinary stores, moves 4 (a's lines
+// are read before they are overwritten).
+constexpr hw::StreamPattern kTriadTraffic{2, 0, 1};
+
+// GB/s as STREAM counts them for traffic @p p, turned into GB/s memory really moved.
+double moved_gbs(double counted_gbs, const hw::StreamPattern& p) {
+    return counted_gbs / p.counted() * p.moved();
+}
 
 // A kernel's readings over the rounds, in bytes moved per second: its own, and those of
 // the STREAM loop with the same traffic run just before it (its twin).
@@ -96,21 +101,20 @@ Result mem1(const Context& ctx) {
             // A triad beside every kernel, not one per round: on a busy host the bandwidth
             // can halve between the first kernel of a round and the last.
             triad_gbs.push_back(hw::stream_triad(bytes, threads, 3).gbs);
-            const double twin = hw::stream_pattern(k.traffic, bytes, threads, 3).gbs / k.traffic.counted() *
-                                k.traffic.moved();
+            const double twin = moved_gbs(hw::stream_pattern(k.traffic, bytes, threads, 3).gbs, k.traffic);
             const double sec = best_seconds([&] { k.run(arrays, n); }, 3);
             const double gbs = k.moved_per_element() * static_cast<double>(n) / sec * 1e-9;
             readings[i].gbs.push_back(gbs);
             readings[i].twin_gbs.push_back(twin);
             readings[i].twin_ratio.push_back(gbs / twin);
-            readings[i].triad_ratio.push_back(gbs / (triad_gbs.back() * kTriadMovedPerCounted));
+            readings[i].triad_ratio.push_back(gbs / moved_gbs(triad_gbs.back(), kTriadTraffic));
         }
     }
     // Kernels are compared with the triad in the bytes both really move (write-allocate
     // included), and with their twins; the streaming-store triad moves what it counts,
     // another view of the roof.
     const double triad = median(triad_gbs), triad_nt = median(triad_nt_gbs);
-    const double triad_moved = triad * kTriadMovedPerCounted;
+    const double triad_moved = moved_gbs(triad, kTriadTraffic);
     const hw::StreamResult copy = hw::stream_copy(bytes, threads);
     r.data["peak_gflops"] = peak;
     r.data["stream_triad_gbs"] = triad;

@@ -6,7 +6,7 @@
 
 namespace gl::claims {
 
-bool above_ceiling(double measured, double ceiling) { return measured > ceiling * (1.0 + kCeilingNoise); }
+bool above_ceiling(double measured, double ceiling, double noise) { return measured > ceiling * (1.0 + noise); }
 
 bool under_load(double load_before, double load_after, int cores) {
     // The load after a claim includes the claim's own threads, up to one per core.
@@ -87,7 +87,7 @@ Judgement judge_mem1(const Mem1Measured& m) {
     bool all_memory_bound = true;
     const double ridge = m.peak_gflops / m.triad_gbs;  // flop/byte where the two roofs meet
     for (const auto& k : m.elementwise) {
-        if (k.of_twin > 1.0 + kTwinMargin)
+        if (above_ceiling(k.of_twin, 1.0, kTwinMargin))
             return suspect(k.name + " moved bytes " + fixed(k.of_twin, 2) +
                            "x as fast as a STREAM loop with the same traffic: its byte count is too high");
         worst_bw = std::min(worst_bw, k.of_twin);

@@ -26,8 +26,8 @@ struct Judgement {
 /// the ceiling low). Beyond it the measurement, not the hardware, is wrong.
 inline constexpr double kCeilingNoise = 0.15;
 
-/// True when @p measured exceeds @p ceiling by more than kCeilingNoise.
-bool above_ceiling(double measured, double ceiling);
+/// True when @p measured exceeds @p ceiling by more than @p noise (a fraction of it).
+bool above_ceiling(double measured, double ceiling, double noise = kCeilingNoise);
 
 /// True when a timed claim ran while other work competed for the cores: the 1-minute
 /// load average before it, or after it less the claim's own threads (up to one per core),

@@ -193,7 +193,10 @@ struct alignas(64) Line {
 
 }  // namespace
 
-GL_STREAM_CLONES void triad(double* a, const double* b, const double* c, double s, std::int64_t lo, std::int64_t hi) {
+// Not contracted into a fused multiply-add in the wide clones: every clone, and the
+// streaming-store triad below, rounds b + s c the same way (a product, then a sum).
+GL_STREAM_CLONES __attribute__((optimize("fp-contract=off"))) void triad(double* a, const double* b, const double* c,
+                                                                          double s, std::int64_t lo, std::int64_t hi) {
     // LAB 04 BEGIN: the STREAM triad loop
     // a[i] = b[i] + s * c[i] for i in [lo, hi): two arrays read, one written.
     for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];

@@ -64,10 +64,10 @@ struct StreamPattern {
     /// Same counts of read, updated and written arrays.
     bool operator==(const StreamPattern&) const = default;
     /// Array passes STREAM counts: each array once, an updated one twice (read, write).
-    int counted() const { return read + 2 * updated + written; }
+    constexpr int counted() const { return read + 2 * updated + written; }
     /// Array passes memory really moves with ordinary stores: the counted ones plus one
     /// write-allocate read of each array that is only written.
-    int moved() const { return counted() + written; }
+    constexpr int moved() const { return counted() + written; }
 };
 
 /// "read r, update u, write w", leaving out the zero counts ("read 1, write 1").
