@@ -29,6 +29,7 @@
 #include "parallel/thread_pool.hpp"
 #include "testkit/aligned.hpp"
 #include "testkit/random.hpp"
+#include "cpu_gemm_kernels.hpp"
 #include "warm_up.hpp"
 
 namespace {
@@ -112,17 +113,6 @@ nlohmann::json to_json(std::int64_t n, const std::vector<Calls>& calls) {
     return j;
 }
 
-// Every kernel named must exist and run here (find_gemm's error lists the known names).
-void check_kernels(const std::vector<std::string>& names) {
-    for (const auto& name : names) {
-        const auto& kernel = gl::kernels::find_gemm(name);
-        if (name.rfind("cuda", 0) == 0)
-            throw gl::Error("gemm_calls: '" + name + "' is a CUDA kernel; this tool times CPU kernels");
-        const std::string why = gl::kernels::why_unavailable(kernel);
-        if (!why.empty()) throw gl::Error("gemm_calls: kernel '" + name + "' cannot run here: " + why);
-    }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,7 +127,7 @@ int main(int argc, char** argv) {
     app.add_option("--json", o.json_path, "also write every call time to this JSON file");
     CLI11_PARSE(app, argc, argv);
     try {
-        check_kernels(o.kernels);
+        gl::bench::check_cpu_gemm_kernels("gemm_calls", o.kernels);
         gl::set_num_threads(o.threads);
         nlohmann::json out = {{"threads", o.threads}, {"rounds", o.rounds}, {"block", o.block},
                               {"sizes", nlohmann::json::array()}};
