@@ -3,25 +3,28 @@
 //   build/bench/gemm_ceiling --n 2048 --threads 2 --rounds 8
 //   build/bench/gemm_ceiling --n 2048 --kernels balanced onednn openblas --json ceiling.json
 //
-// Four measurements of GFLOP/s on the same threads, alternated round by round:
+// Five measurements of GFLOP/s on the same threads, alternated round by round:
 //
 //   1. the FMA peak at the micro-kernel's vector width (hw::fma_peak, registers only);
 //   2. the micro-kernel on a hot block: each thread multiplies one packed MC x KC block of A
 //      by a packed panel of B small enough to stay in L2, into a C block that stays in L1/L2;
 //   3. Goto's loops without the packing: each thread walks its column stripe of C exactly
-//      as version 5 does (every row block, every K block, every micro-tile), but multiplies
-//      one block of A and one panel of B packed once before the timing, so nothing is
-//      packed and nothing waits for another thread;
-//   4. the GEMM kernels themselves (bench_gemm's names).
+//      as version 5 does (every row block, every K block, every full micro-tile), but
+//      multiplies one block of A and one panel of B packed once before the timing;
+//   4. the same loops with the packing put back (each panel of B packed before its K block,
+//      each block of A before its row block, as version 5 does), with the time spent
+//      packing A and packing B clocked apart;
+//   5. the GEMM kernels themselves (bench_gemm's names).
 //
 // 1 -> 2 is what the micro-kernel loses to its own instructions; 2 -> 3 what it loses to
-// the caches when C and the panels are the full problem's; 3 -> 4 what packing A and B,
-// uneven threads and the thread hand-off cost. A GEMM that matches stage 3 could only get
-// faster with a better micro-kernel or blocking, and one that is far below it is losing
-// time outside the micro-kernel. Stages 2 and 3 leave C holding no useful result.
+// the caches when C and the panels are the full problem's, and to threads that finish
+// apart; 3 -> 4 what packing costs; 4 -> 5 the ragged edges and what a kernel does
+// differently from version 5 (version 8 shares the end of each stripe). A GEMM at stage 3
+// could only get faster with a better micro-kernel or blocking. Stages 2-4 leave C holding
+// no useful result.
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -119,20 +122,55 @@ void hot_block(const packed::MicroKernel& mk, const Packed& p, std::int64_t kc, 
 // micro-kernel call the GEMM makes on full tiles, with the packed block and panel reused.
 void unpacked_loops(const packed::MicroKernel& mk, const packed::Blocking& bl, const Packed& p, std::int64_t m,
                     std::int64_t k, std::int64_t kc, std::int64_t columns, float* c, std::int64_t ldc) {
-    for (std::int64_t pc = 0; pc < k; pc += kc)
+    for (std::int64_t pc = 0; pc < k; pc += kc) {
+        const std::int64_t depth = std::min(kc, k - pc);
         for (std::int64_t ic = 0; ic + mk.mr <= m; ic += bl.mc)
             for (std::int64_t jr = 0; jr + mk.nr <= columns; jr += mk.nr)
                 for (std::int64_t ir = 0; ir < bl.mc && ic + ir + mk.mr <= m; ir += mk.mr)
-                    mk.run(kc, p.a.data() + ir * kc, p.b.data() + jr * kc, c + (ic + ir) * ldc + jr, ldc, pc > 0);
+                    mk.run(depth, p.a.data() + ir * kc, p.b.data() + jr * kc, c + (ic + ir) * ldc + jr, ldc, pc > 0);
+    }
+}
+
+// Seconds one thread spent in stage 4, summed over every run: packing A, packing B, in all.
+struct PackingTime {
+    double a = 0.0, b = 0.0, total = 0.0;
+};
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Stage 4 for one thread: unpacked_loops with each panel of B packed before its K block and
+// each block of A before its row block (into the thread's own buffers), as version 5 does.
+void packed_loops(const gl::kernels::GemmArgs<float>& g, const packed::MicroKernel& mk, const packed::Blocking& bl,
+                  Packed& p, std::int64_t kc, std::int64_t j0, std::int64_t j1, PackingTime& time) {
+    const auto start = Clock::now();
+    const std::int64_t m = g.M, columns = j1 - j0;
+    for (std::int64_t pc = 0; pc < g.K; pc += kc) {
+        const std::int64_t depth = std::min(kc, g.K - pc);
+        auto clock = Clock::now();
+        packed::pack_b(g, pc, depth, j0, columns, mk.nr, p.b.data());
+        time.b += seconds_since(clock);
+        for (std::int64_t ic = 0; ic + mk.mr <= m; ic += bl.mc) {
+            clock = Clock::now();
+            packed::pack_a(g, ic, std::min(bl.mc, m - ic), pc, depth, mk.mr, p.a.data());
+            time.a += seconds_since(clock);
+            for (std::int64_t jr = 0; jr + mk.nr <= columns; jr += mk.nr)
+                for (std::int64_t ir = 0; ir < bl.mc && ic + ir + mk.mr <= m; ir += mk.mr)
+                    mk.run(depth, p.a.data() + ir * depth, p.b.data() + jr * depth, g.C + (ic + ir) * g.ldc + j0 + jr,
+                           g.ldc, pc > 0);
+        }
+    }
+    time.total += seconds_since(start);
 }
 
 // Full micro-tiles in an extent: what stages 2 and 3 compute (they skip the ragged edges).
 std::int64_t full(std::int64_t extent, std::int64_t tile) { return extent / tile * tile; }
 
-std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<float>& g, std::vector<Packed>& packs) {
+std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<float>& g, std::vector<Packed>& packs,
+                               std::vector<PackingTime>& packing) {
     const packed::MicroKernel& mk = packed::micro_kernel(packed::active_isa());
     const packed::Blocking bl = packed::blocking_for(packed::active_isa());
-    const std::int64_t n = o.n, kc = std::min(bl.kc, n);
+    // Version 5's depth: K cut into as few blocks of at most KC as it takes, of equal depth.
+    const std::int64_t n = o.n, k_blocks = (n + bl.kc - 1) / bl.kc, kc = (n + k_blocks - 1) / k_blocks;
     // A panel of B of at most 256 KiB: it and the 384 KiB block of A stay in L2 together.
     const std::int64_t hot_columns = std::max<std::int64_t>(mk.nr, kHotPanelFloats / kc / mk.nr * mk.nr);
     const int threads = o.threads;
@@ -145,6 +183,7 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
     const double hot_walk = static_cast<double>(hot_rows * hot_columns_of(0) * kc);
     const int hot_repeats = hot_walk > 0 ? static_cast<int>(std::ceil(kHotMultiplyAdds / hot_walk)) : 0;
     packs.resize(static_cast<std::size_t>(threads));
+    packing.assign(static_cast<std::size_t>(threads), {});
     double loop_flops = 0.0, hot_flops = 0.0;
     for (int t = 0; t < threads; ++t) {
         const auto [j0, j1] = stripe(n, t, threads, mk.nr);
@@ -157,10 +196,10 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
         p.b.resize(static_cast<std::size_t>((j1 - j0 + mk.nr) * kc));
         packed::pack_a(g, 0, std::min(bl.mc, n), 0, kc, mk.mr, p.a.data());
         packed::pack_b(g, 0, kc, j0, j1 - j0, mk.nr, p.b.data());
-        // Every full tile of the stripe, as the loops below walk it, for every K block.
-        std::int64_t tiles = 0;
-        for (std::int64_t ic = 0; ic + mk.mr <= n; ic += bl.mc) tiles += full(std::min(bl.mc, n - ic), mk.mr) / mk.mr;
-        loop_flops += 2.0 * static_cast<double>(tiles * mk.mr * full(j1 - j0, mk.nr) * kc * ((n + kc - 1) / kc));
+        // Every full tile of the stripe, as the loops below walk it, over the whole depth.
+        std::int64_t rows = 0;
+        for (std::int64_t ic = 0; ic + mk.mr <= n; ic += bl.mc) rows += full(std::min(bl.mc, n - ic), mk.mr);
+        loop_flops += 2.0 * static_cast<double>(rows * full(j1 - j0, mk.nr) * n);
         hot_flops += 2.0 * hot_repeats * static_cast<double>(hot_rows * hot_columns_of(t) * kc);
     }
     std::vector<Stage> stages;
@@ -180,6 +219,15 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
                               const auto [j0, j1] = stripe(n, t, threads, mk.nr);
                               unpacked_loops(mk, bl, packs[static_cast<std::size_t>(t)], n, n, kc, j1 - j0, g.C + j0,
                                              g.ldc);
+                          });
+                      },
+                      loop_flops, {}, {}});
+    stages.push_back({"loops, packing as v5",
+                      [=, &packs, &packing, &g] {
+                          gl::parallel_run(threads, [&](int t) {
+                              const auto [j0, j1] = stripe(n, t, threads, mk.nr);
+                              const auto i = static_cast<std::size_t>(t);
+                              packed_loops(g, mk, bl, packs[i], kc, j0, j1, packing[i]);
                           });
                       },
                       loop_flops, {}, {}});
@@ -208,7 +256,21 @@ packed::Isa isa_named(const std::string& name) {
     throw gl::Error("gemm_ceiling: unknown instruction set '" + name + "'");
 }
 
-void print(const Options& o, const std::vector<Stage>& stages) {
+// Stage 4's packing as shares of its threads' time, all threads and runs together.
+struct PackingShare {
+    double a = 0.0, b = 0.0;
+};
+PackingShare share_of(const std::vector<PackingTime>& packing) {
+    PackingTime sum;
+    for (const PackingTime& t : packing) {
+        sum.a += t.a;
+        sum.b += t.b;
+        sum.total += t.total;
+    }
+    return {sum.a / sum.total, sum.b / sum.total};
+}
+
+void print(const Options& o, const std::vector<Stage>& stages, const PackingShare& packing) {
     const packed::MicroKernel& mk = packed::micro_kernel(packed::active_isa());
     const packed::Blocking bl = packed::blocking_for(packed::active_isa());
     std::printf("N = %lld, %d threads, %d rounds; %s micro-kernel %d x %d, MC x KC x NC = %lld x %lld x %lld\n",
@@ -220,11 +282,21 @@ void print(const Options& o, const std::vector<Stage>& stages) {
         std::printf("%-26s %12.1f %11.1f%% %6.1f-%.1f%%\n", s.name.c_str(), median(s.gflops), 100.0 * median(s.of_peak),
                     100.0 * *lo, 100.0 * *hi);
     }
+    if (!o.isa.empty())
+        std::printf("The peak is at the %s micro-kernel's vector width; peer libraries ignore --isa and may use wider vectors.\n",
+                    o.isa.c_str());
+    std::printf("In 'loops, packing as v5' the threads spent %.1f%% of their time packing A and %.1f%% packing B.\n",
+                100.0 * packing.a, 100.0 * packing.b);
 }
 
-nlohmann::json to_json(const Options& o, const std::vector<Stage>& stages) {
-    nlohmann::json j = {{"n", o.n}, {"threads", o.threads}, {"rounds", o.rounds},
-                        {"isa", packed::to_string(packed::active_isa())}, {"stages", nlohmann::json::array()}};
+nlohmann::json to_json(const Options& o, const std::vector<Stage>& stages, const PackingShare& packing) {
+    nlohmann::json j = {{"n", o.n},
+                        {"threads", o.threads},
+                        {"rounds", o.rounds},
+                        {"isa", packed::to_string(packed::active_isa())},
+                        {"packing_a_share", packing.a},
+                        {"packing_b_share", packing.b},
+                        {"stages", nlohmann::json::array()}};
     for (const Stage& s : stages)
         j["stages"].push_back({{"stage", s.name},
                                {"gflops", s.gflops},
@@ -260,7 +332,8 @@ int main(int argc, char** argv) {
         gl::testkit::AlignedVector<float> C(count);
         const auto g = gl::kernels::dense_gemm_args(false, false, o.n, o.n, o.n, A.data(), B.data(), C.data());
         std::vector<Packed> packs;
-        std::vector<Stage> stages = make_stages(o, g, packs);
+        std::vector<PackingTime> packing;
+        std::vector<Stage> stages = make_stages(o, g, packs, packing);
         const std::size_t k = stages.size();
         for (int round = 0; round < o.rounds; ++round) {
             // The peak first in every round, so each stage's share compares with the same
@@ -275,10 +348,10 @@ int main(int argc, char** argv) {
                 s.of_peak.push_back(gflops / peak);
             }
         }
-        print(o, stages);
+        print(o, stages, share_of(packing));
         if (!o.json_path.empty()) {
             std::ofstream f(o.json_path);
-            if (!(f << to_json(o, stages).dump(1) << '\n')) throw gl::Error("gemm_ceiling: cannot write " + o.json_path);
+            if (!(f << to_json(o, stages, share_of(packing)).dump(1) << '\n')) throw gl::Error("gemm_ceiling: cannot write " + o.json_path);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
