@@ -5,10 +5,10 @@
 # acceptance.json (ours, threaded and balanced, vs OpenBLAS and oneDNN at N = 1024, 2048,
 # 2 threads, 5 interleaved repetitions), calls.{txt,json} (the same four kernels timed call by
 # call, alternating in blocks: every call's time), ceiling.{txt,json} (N = 2048: the FMA
-# peak, the micro-kernel on a hot block, the loops without packing, balanced and oneDNN),
-# claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3, full size), train.txt (SimpleNet, Adam,
-# batch 64, 2 threads, 5 epochs, threaded vs eigen), peers.txt/json (SimpleNet epoch time
-# beside PyTorch's, when python3-torch is installed), the plots.
+# peak, the micro-kernel on a hot block, the loops without and with packing, balanced and
+# oneDNN), claims.{md,json} (GEMM-1, CPU-1/2, MEM-1/2/3, full size), train.txt (SimpleNet,
+# Adam, batch 64, 2 threads, 5 epochs, threaded vs eigen), peers.txt/json (SimpleNet epoch
+# time beside PyTorch's, when python3-torch is installed), the plots.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GRADLAB_BUILD:-$ROOT/build}"

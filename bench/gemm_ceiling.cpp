@@ -3,7 +3,8 @@
 //   build/bench/gemm_ceiling --n 2048 --threads 2 --rounds 8
 //   build/bench/gemm_ceiling --n 2048 --kernels balanced onednn openblas --json ceiling.json
 //
-// Five measurements of GFLOP/s on the same threads, alternated round by round:
+// Five measurements of GFLOP/s on the same threads, each round measuring the peak first and
+// the others in an order rotated from round to round:
 //
 //   1. the FMA peak at the micro-kernel's vector width (hw::fma_peak, registers only);
 //   2. the micro-kernel on a hot block: each thread multiplies one packed MC x KC block of A
@@ -20,8 +21,9 @@
 // the caches when C and the panels are the full problem's, and to threads that finish
 // apart; 3 -> 4 what packing costs; 4 -> 5 the ragged edges and what a kernel does
 // differently from version 5 (version 8 shares the end of each stripe). A GEMM at stage 3
-// could only get faster with a better micro-kernel or blocking. Stages 2-4 leave C holding
-// no useful result.
+// could only get faster with a better micro-kernel or blocking. Stages 2 and 3 leave C
+// holding no useful result; one run of stage 4 is checked against version 5 before the
+// timing starts.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -95,15 +97,18 @@ std::pair<std::int64_t, std::int64_t> stripe(std::int64_t n, int t, int threads,
     return {std::min(n, units * t / threads * nr), std::min(n, units * (t + 1) / threads * nr)};
 }
 
-// What one thread packs once for stages 2 and 3, from the problem's own operands: the top
-// MC x KC block of A and the first KC rows of its stripe of B.
+// One thread's packing buffers. Stages 2 and 3 multiply a block of A and a panel of B
+// packed once, from the problem's own operands: the top MC x KC block of A, and the first
+// KC rows of the first NC columns of the thread's stripe of B. Stage 4 packs into the
+// others, as version 5 does.
 struct Packed {
-    gl::AlignedVector<float> a, b;
+    gl::AlignedVector<float> a, b;            // packed once (stages 2 and 3)
+    gl::AlignedVector<float> work_a, work_b;  // packed in every run (stage 4)
 };
 
-// Stage 2's panel of B, in floats (256 KiB), and the multiply-adds each thread does in one
-// run at least (walking its block several times), so that handing the run to the threads
-// costs little beside it.
+// Stage 2's panel of B, in floats (256 KiB), and the multiply-adds thread 0 does in one run
+// at least (walking its block several times), so that handing the run to the threads costs
+// little beside it.
 constexpr std::int64_t kHotPanelFloats = 64 * 1024;
 constexpr double kHotMultiplyAdds = 1 << 27;
 
@@ -118,51 +123,57 @@ void hot_block(const packed::MicroKernel& mk, const Packed& p, std::int64_t kc, 
                 mk.run(kc, p.a.data() + ir * kc, p.b.data() + jr * kc, c + ir * ldc + jr, ldc, true);
 }
 
-// Stage 3 for one thread: Goto's loops over rows [0, m) and the stripe's columns, every
-// micro-kernel call the GEMM makes on full tiles, with the packed block and panel reused.
-void unpacked_loops(const packed::MicroKernel& mk, const packed::Blocking& bl, const Packed& p, std::int64_t m,
-                    std::int64_t k, std::int64_t kc, std::int64_t columns, float* c, std::int64_t ldc) {
-    for (std::int64_t pc = 0; pc < k; pc += kc) {
-        const std::int64_t depth = std::min(kc, k - pc);
-        for (std::int64_t ic = 0; ic + mk.mr <= m; ic += bl.mc)
-            for (std::int64_t jr = 0; jr + mk.nr <= columns; jr += mk.nr)
-                for (std::int64_t ir = 0; ir < bl.mc && ic + ir + mk.mr <= m; ir += mk.mr)
-                    mk.run(depth, p.a.data() + ir * kc, p.b.data() + jr * kc, c + (ic + ir) * ldc + jr, ldc, pc > 0);
-    }
-}
-
 // Seconds one thread spent in stage 4, summed over every run: packing A, packing B, in all.
-struct PackingTime {
+// One cache line each, as the threads write them.
+struct alignas(64) PackingTime {
     double a = 0.0, b = 0.0, total = 0.0;
 };
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Stage 4 for one thread: unpacked_loops with each panel of B packed before its K block and
-// each block of A before its row block (into the thread's own buffers), as version 5 does.
-void packed_loops(const gl::kernels::GemmArgs<float>& g, const packed::MicroKernel& mk, const packed::Blocking& bl,
-                  Packed& p, std::int64_t kc, std::int64_t j0, std::int64_t j1, PackingTime& time) {
+// Version 5's loops (packed::gemm_packed_block) over one thread's stripe, columns [j0, j1)
+// of C: panels of NC columns, K blocks of depth kc, row blocks of MC, then every full
+// micro-tile (the ragged edges are left out). Without @p time (stage 3) the block of A and
+// the panel of B packed once stand in for all of them. With it (stage 4) each panel of B
+// is packed before its K block and each block of A before its row block, and the time
+// spent packing is added to @p time.
+void version5_loops(const gl::kernels::GemmArgs<float>& g, const packed::MicroKernel& mk, const packed::Blocking& bl,
+                    std::int64_t kc, std::int64_t j0, std::int64_t j1, Packed& p, PackingTime* time) {
     const auto start = Clock::now();
-    const std::int64_t m = g.M, columns = j1 - j0;
-    for (std::int64_t pc = 0; pc < g.K; pc += kc) {
-        const std::int64_t depth = std::min(kc, g.K - pc);
-        auto clock = Clock::now();
-        packed::pack_b(g, pc, depth, j0, columns, mk.nr, p.b.data());
-        time.b += seconds_since(clock);
-        for (std::int64_t ic = 0; ic + mk.mr <= m; ic += bl.mc) {
-            clock = Clock::now();
-            packed::pack_a(g, ic, std::min(bl.mc, m - ic), pc, depth, mk.mr, p.a.data());
-            time.a += seconds_since(clock);
-            for (std::int64_t jr = 0; jr + mk.nr <= columns; jr += mk.nr)
-                for (std::int64_t ir = 0; ir < bl.mc && ic + ir + mk.mr <= m; ir += mk.mr)
-                    mk.run(depth, p.a.data() + ir * depth, p.b.data() + jr * depth, g.C + (ic + ir) * g.ldc + j0 + jr,
-                           g.ldc, pc > 0);
+    for (std::int64_t jc = j0; jc < j1; jc += bl.nc) {
+        const std::int64_t nc = std::min(bl.nc, j1 - jc);
+        for (std::int64_t pc = 0; pc < g.K; pc += kc) {
+            const std::int64_t depth = std::min(kc, g.K - pc);
+            const float* b = p.b.data();
+            std::int64_t b_stride = kc;  // floats from one sliver of B to the next
+            if (time) {
+                const auto clock = Clock::now();
+                packed::pack_b(g, pc, depth, jc, nc, mk.nr, p.work_b.data());
+                time->b += seconds_since(clock);
+                b = p.work_b.data();
+                b_stride = depth;
+            }
+            for (std::int64_t ic = 0; ic + mk.mr <= g.M; ic += bl.mc) {
+                const float* a = p.a.data();
+                std::int64_t a_stride = kc;  // floats from one sliver of A to the next
+                if (time) {
+                    const auto clock = Clock::now();
+                    packed::pack_a(g, ic, std::min(bl.mc, g.M - ic), pc, depth, mk.mr, p.work_a.data());
+                    time->a += seconds_since(clock);
+                    a = p.work_a.data();
+                    a_stride = depth;
+                }
+                for (std::int64_t jr = 0; jr + mk.nr <= nc; jr += mk.nr)
+                    for (std::int64_t ir = 0; ir < bl.mc && ic + ir + mk.mr <= g.M; ir += mk.mr)
+                        mk.run(depth, a + ir * a_stride, b + jr * b_stride, g.C + (ic + ir) * g.ldc + jc + jr, g.ldc,
+                               pc > 0);
+            }
         }
     }
-    time.total += seconds_since(start);
+    if (time) time->total += seconds_since(start);
 }
 
-// Full micro-tiles in an extent: what stages 2 and 3 compute (they skip the ragged edges).
+// Full micro-tiles in an extent: what stages 2-4 compute (they leave out the ragged edges).
 std::int64_t full(std::int64_t extent, std::int64_t tile) { return extent / tile * tile; }
 
 std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<float>& g, std::vector<Packed>& packs,
@@ -171,7 +182,7 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
     const packed::Blocking bl = packed::blocking_for(packed::active_isa());
     // Version 5's depth: K cut into as few blocks of at most KC as it takes, of equal depth.
     const std::int64_t n = o.n, k_blocks = (n + bl.kc - 1) / bl.kc, kc = (n + k_blocks - 1) / k_blocks;
-    // A panel of B of at most 256 KiB: it and the 384 KiB block of A stay in L2 together.
+    // A panel of B of at most 256 KiB, small enough to share L2 with the block of A.
     const std::int64_t hot_columns = std::max<std::int64_t>(mk.nr, kHotPanelFloats / kc / mk.nr * mk.nr);
     const int threads = o.threads;
     // Each thread's columns of the hot panel, and how many walks over it make one run.
@@ -192,11 +203,17 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
                             " no whole " + std::to_string(mk.mr) + " x " + std::to_string(mk.nr) +
                             " micro-tile; use a larger --n or fewer --threads");
         Packed& p = packs[static_cast<std::size_t>(t)];
-        p.a.resize(static_cast<std::size_t>((bl.mc + mk.mr) * kc));
-        p.b.resize(static_cast<std::size_t>((j1 - j0 + mk.nr) * kc));
+        const std::int64_t panel_columns = std::min(bl.nc, j1 - j0);
+        const auto a_floats = static_cast<std::size_t>((bl.mc + mk.mr) * kc);
+        const auto b_floats = static_cast<std::size_t>((panel_columns + mk.nr) * kc);
+        p.a.resize(a_floats);
+        p.b.resize(b_floats);
+        p.work_a.resize(a_floats);
+        p.work_b.resize(b_floats);
         packed::pack_a(g, 0, std::min(bl.mc, n), 0, kc, mk.mr, p.a.data());
-        packed::pack_b(g, 0, kc, j0, j1 - j0, mk.nr, p.b.data());
-        // Every full tile of the stripe, as the loops below walk it, over the whole depth.
+        packed::pack_b(g, 0, kc, j0, panel_columns, mk.nr, p.b.data());
+        // Every full tile of the stripe, as version5_loops walks it (NC is a whole number of
+        // NR), over the whole depth.
         std::int64_t rows = 0;
         for (std::int64_t ic = 0; ic + mk.mr <= n; ic += bl.mc) rows += full(std::min(bl.mc, n - ic), mk.mr);
         loop_flops += 2.0 * static_cast<double>(rows * full(j1 - j0, mk.nr) * n);
@@ -217,8 +234,7 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
                       [=, &packs, &g] {
                           gl::parallel_run(threads, [&](int t) {
                               const auto [j0, j1] = stripe(n, t, threads, mk.nr);
-                              unpacked_loops(mk, bl, packs[static_cast<std::size_t>(t)], n, n, kc, j1 - j0, g.C + j0,
-                                             g.ldc);
+                              version5_loops(g, mk, bl, kc, j0, j1, packs[static_cast<std::size_t>(t)], nullptr);
                           });
                       },
                       loop_flops, {}, {}});
@@ -227,7 +243,7 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
                           gl::parallel_run(threads, [&](int t) {
                               const auto [j0, j1] = stripe(n, t, threads, mk.nr);
                               const auto i = static_cast<std::size_t>(t);
-                              packed_loops(g, mk, bl, packs[i], kc, j0, j1, packing[i]);
+                              version5_loops(g, mk, bl, kc, j0, j1, packs[i], &packing[i]);
                           });
                       },
                       loop_flops, {}, {}});
@@ -237,6 +253,28 @@ std::vector<Stage> make_stages(const Options& o, const gl::kernels::GemmArgs<flo
                           {}, {}});
     }
     return stages;
+}
+
+// Stage 4 computes the product on every full micro-tile: one run of it must agree there
+// with version 5 itself, or it is not walking version 5's loops.
+void check_against_version5(const Stage& stage4, const gl::kernels::GemmArgs<float>& g, int threads) {
+    const packed::MicroKernel& mk = packed::micro_kernel(packed::active_isa());
+    std::vector<float> expected(static_cast<std::size_t>(g.M * g.ldc));
+    gl::kernels::GemmArgs<float> reference = g;
+    reference.C = expected.data();
+    gl::kernels::find_gemm("threaded").sgemm(reference);
+    stage4.run();
+    for (int t = 0; t < threads; ++t) {
+        const auto [j0, j1] = stripe(g.N, t, threads, mk.nr);
+        for (std::int64_t i = 0; i < full(g.M, mk.mr); ++i)
+            for (std::int64_t j = j0; j < j0 + full(j1 - j0, mk.nr); ++j) {
+                const float want = expected[static_cast<std::size_t>(i * g.ldc + j)], got = g.C[i * g.ldc + j];
+                if (std::abs(got - want) > 1e-5f * (1.0f + std::abs(want)))
+                    throw gl::Error("gemm_ceiling: stage 4 computed C(" + std::to_string(i) + ", " + std::to_string(j) +
+                                    ") = " + std::to_string(got) + ", version 5 " + std::to_string(want) +
+                                    ": its loops no longer match version 5's");
+            }
+    }
 }
 
 // The FMA peak at the active micro-kernel's vector width (the widest for the portable one,
@@ -282,9 +320,13 @@ void print(const Options& o, const std::vector<Stage>& stages, const PackingShar
         std::printf("%-26s %12.1f %11.1f%% %6.1f-%.1f%%\n", s.name.c_str(), median(s.gflops), 100.0 * median(s.of_peak),
                     100.0 * *lo, 100.0 * *hi);
     }
-    if (!o.isa.empty())
-        std::printf("The peak is at the %s micro-kernel's vector width; peer libraries ignore --isa and may use wider vectors.\n",
-                    o.isa.c_str());
+    const packed::Isa fastest = packed::supported_isas().back();
+    if (packed::active_isa() == packed::Isa::Avx2 && fastest != packed::Isa::Avx2)
+        std::printf("The peak is at the avx2 micro-kernel's 256-bit width; kernels that ignore --isa (the peer "
+                    "libraries) may use wider vectors and pass 100%%.\n");
+    if (packed::active_isa() == packed::Isa::Portable)
+        std::printf("The peak is at the widest vectors this CPU has; the portable micro-kernel uses what the compiler "
+                    "makes of plain C++.\n");
     std::printf("In 'loops, packing as v5' the threads spent %.1f%% of their time packing A and %.1f%% packing B.\n",
                 100.0 * packing.a, 100.0 * packing.b);
 }
@@ -309,7 +351,7 @@ nlohmann::json to_json(const Options& o, const std::vector<Stage>& stages, const
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"gemm_ceiling: a packed GEMM against its FMA peak, its micro-kernel and its loops without packing"};
+    CLI::App app{"gemm_ceiling: a packed GEMM against its FMA peak, its micro-kernel, and its loops without and with packing"};
     Options o;
     app.add_option("--n", o.n, "matrix size N (N x N x N)")->check(CLI::Range(16, 8192));
     app.add_option("--kernels", o.kernels, "GEMM kernels to time beside the stages (bench_gemm's names)");
@@ -317,7 +359,7 @@ int main(int argc, char** argv) {
     app.add_option("--rounds", o.rounds, "rounds (each measures every stage once, in a rotated order)")
         ->check(CLI::Range(1, 10000));
     app.add_option("--min-seconds", o.min_seconds, "shortest timed run of a stage")->check(CLI::Range(0.0, 60.0));
-    app.add_option("--isa", o.isa, "micro-kernel for stages 2-3 and our GEMM kernels (default: the fastest here)")
+    app.add_option("--isa", o.isa, "micro-kernel for stages 2-4 and our GEMM kernels (default: the fastest here)")
         ->check(CLI::IsMember({"portable", "avx2", "avx512"}));
     app.add_option("--json", o.json_path, "also write every round's numbers to this JSON file");
     CLI11_PARSE(app, argc, argv);
@@ -334,6 +376,8 @@ int main(int argc, char** argv) {
         std::vector<Packed> packs;
         std::vector<PackingTime> packing;
         std::vector<Stage> stages = make_stages(o, g, packs, packing);
+        check_against_version5(stages[3], g, o.threads);
+        packing.assign(packing.size(), {});  // the check's run is not timed
         const std::size_t k = stages.size();
         for (int round = 0; round < o.rounds; ++round) {
             // The peak first in every round, so each stage's share compares with the same
