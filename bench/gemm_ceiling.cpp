@@ -25,7 +25,6 @@
 // holding no useful result; one run of stage 4 is checked against version 5 before the
 // timing starts.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -44,13 +43,16 @@
 #include "parallel/thread_pool.hpp"
 #include "testkit/aligned.hpp"
 #include "testkit/random.hpp"
+#include "testkit/timing.hpp"
 #include "cpu_gemm_kernels.hpp"
 #include "warm_up.hpp"
 
 namespace {
 
 namespace packed = gl::kernels::packed;
-using Clock = std::chrono::steady_clock;
+using gl::testkit::Clock;
+using gl::testkit::median;
+using gl::testkit::seconds_since;
 
 struct Options {
     std::int64_t n = 2048;
@@ -70,12 +72,6 @@ struct Stage {
     std::vector<double> of_peak;   // gflops / the same round's FMA peak
 };
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // GFLOP/s of @p s: whole runs repeated for at least min_seconds, after 30 ms untimed.
 double measure(const Stage& s, double min_seconds) {
     gl::bench::warm_up(s.run);
@@ -85,7 +81,7 @@ double measure(const Stage& s, double min_seconds) {
     do {
         s.run();
         ++runs;
-        seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        seconds = seconds_since(start);
     } while (seconds < min_seconds);
     return s.flops * static_cast<double>(runs) / seconds * 1e-9;
 }
@@ -128,8 +124,6 @@ void hot_block(const packed::MicroKernel& mk, const Packed& p, std::int64_t kc, 
 struct alignas(64) PackingTime {
     double a = 0.0, b = 0.0, total = 0.0;
 };
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Version 5's loops (packed::gemm_packed_block) over one thread's stripe, columns [j0, j1)
 // of C: panels of NC columns, K blocks of depth kc, row blocks of MC, then every full
