@@ -18,9 +18,10 @@ permitted), no process can start, a full disk: exit status 3 with one line, befo
   1. the trusted build of the pristine repository and the base (release and ASan/UBSan
      builds of the pristine tree, shared by every lab) are brought up to date in the cache
      (tools/grade_build.py: built once, then incremental);
-  2. work/src: a copy of the repository without solutions/, .git or build folders, in
-     which the lab's core files ARE the submission's files (else the handout's): no
-     reference of them exists in it. work/build*: copies of the base builds, pruned to
+  2. work/src: a copy of the files git tracks in the repository (nothing else lying in
+     its folder: other submissions, copies of answers), without solutions/ or build
+     folders, in which the lab's core files ARE the submission's files (else the
+     handout's): no reference of them exists in it. work/build*: copies of the base builds, pruned to
      the lab's test program's inputs (no other program, which would hold the reference);
   3. in the sandbox (tools/sandbox.py: an unprivileged user, no network, only work/src
      read-only and its own build folder writable, limits on processes, CPU, memory and
@@ -43,17 +44,21 @@ tests/<test_target>. An item with `"exclusive": true` (a timed one) runs after t
 alone, so that its timing does not depend on what else the grader runs beside it. Grading never writes into the repository.
 
 Exit status: 0 graded (whatever the score); 2 bad arguments or a broken rubric; 3 a setup
-error (a problem of the grading setup, not of the submission; nothing is scored).
+error (a problem of the grading setup, not of the submission; nothing is scored); 130
+interrupted (Ctrl-C or SIGTERM: the running sandboxes are killed at once, the work folder
+is removed, nothing is scored).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -75,6 +80,7 @@ WORK_MARKER = ".gradlab-grade-work"  # marks a folder this tool made, safe to cl
 MAX_ITEM_OUTPUT = 3000  # characters of feedback per rubric item
 MAX_BUILD_OUTPUT = 6000  # characters of compiler errors per item
 MAX_RUN_OUTPUT = 8 << 20  # bytes of output one item's test process may print
+MAX_LISTED_FILES = 30  # ignored submission files named in the output and results.json
 SANITIZER_SLOWDOWN = 3  # the sanitizer build's time limit: this times the item's
 
 SIGNAL_HINTS = {
@@ -127,6 +133,7 @@ class Rubric:
     items: list[Item]
 
 
+@functools.lru_cache(maxsize=None)  # every message names the lab's files: read the manifest once
 def find_lab(number: str) -> Lab:
     """The lab's folder and handout files, from labs/handouts.txt."""
     if not re.fullmatch(r"\d{1,2}", number):
@@ -256,7 +263,30 @@ def pick_submission_files(submission: Path, lab: Lab) -> Staged:
     used = set(staged.used.values())
     staged.ignored = [rel for rel in present if rel not in used]
     staged.ignored += [f"{rel} (a symbolic link)" for rel in links]
+    for core_path, rel in staged.used.items():
+        if present[rel].stat().st_size == 0:
+            staged.notes.append(f"{rel} is empty: the build will miss everything {Path(core_path).name} "
+                                f"should define (an upload that went wrong?)")
+    for core_path in staged.missing:  # a file named almost right: say so
+        name = Path(core_path).name
+        alike = [rel for rel in staged.ignored if Path(rel).name.lower() == name.lower()]
+        if alike:
+            staged.notes.append(f"{alike[0]} is not graded: the file must be named exactly {name}")
+    if present and not staged.used:
+        staged.notes.append(f"none of lab {lab.number}'s files is in your submission (it needs "
+                            f"{', '.join(sorted(set(basenames)))}): every item graded the "
+                            f"untouched handout")
     return staged
+
+
+def mark_handout_items(outcomes: list[Outcome], staged: Staged) -> None:
+    """Says, on an item that failed in a file the submission did not have, that the handout
+    stood in for it: the student may have submitted the file under another name."""
+    for outcome in outcomes:
+        for core_path in staged.missing:
+            if not outcome.passed and core_path in outcome.message:
+                outcome.message += (f"\n(your submission has no {Path(core_path).name}, so the "
+                                    f"untouched handout's was graded)")
 
 
 def student_files(submission: Path, lab: Lab, staged: Staged) -> dict[str, Path]:
@@ -330,7 +360,7 @@ def build(work: Path, lab: Lab, rubric: Rubric, files: dict[str, Path],
     release = grade_build.student_build(work, "release", targets, args.jobs)
     result = Build(release.ok, release, "", None, checker)
     if not release.ok:
-        result.errors = compiler_errors(release.errors, work)
+        result.errors = compiler_errors(release.errors, work, lab.number)
     elif args.sanitizer:
         print("building the sanitizer (ASan + UBSan) build ...", flush=True)
         result.sanitized = grade_build.student_build(work, "asan", targets, args.jobs)
@@ -352,7 +382,7 @@ def prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def compiler_errors(log: str, work: Path) -> str:
+def compiler_errors(log: str, work: Path, lab_number: str) -> str:
     """The part of a failed ninja log a student needs: the compiler's (or linker's) first
     errors, without ninja's progress and command lines, with repository paths."""
     lines = log.splitlines()
@@ -369,17 +399,50 @@ def compiler_errors(log: str, work: Path) -> str:
         if re.match(r"\[\d+/\d+\] ", line) or line.startswith("ninja: build stopped"):
             continue
         kept.append(line)
-    text = shorten_paths("\n".join(kept), work)
+    text = shorten_paths("\n".join(kept), work, lab_number)
     if len(text) > MAX_BUILD_OUTPUT:
         text = text[:MAX_BUILD_OUTPUT] + "\n... (more errors follow; fix the first ones first)"
     return text
 
 
-def shorten_paths(text: str, work: Path) -> str:
-    """Shows the student's files and the framework's as repository paths."""
-    for prefix in (f"{grade_build.INSIDE_SRC}/", f"{work}/src/", "../src/", f"{REPO}/"):
+# A path from a build folder back into a source tree: "../core/x.cpp" from the sandbox's
+# build, "../../../../work/main/tests/y.cpp" from the trusted build in the cache.
+TOP_FOLDERS = r"(?:core|tests|bench|tools|labs)/"
+
+
+def shorten_paths(text: str, work: Path, lab_number: str | None = None) -> str:
+    """Shows the framework's files as repository paths and, given the lab, the student's
+    files as the handout's (labs/NN-name/core/...: where the student edits them, not the
+    core file that holds the reference)."""
+    trees = "|".join(re.escape(str(tree).lstrip("/") + "/")
+                     for tree in (grade_build.INSIDE_SRC, work / "src", REPO))
+    text = re.sub(rf"(?<![\w./-])(?:\.\./)+(?:src/|{trees})?(?={TOP_FOLDERS})", "", text)
+    for prefix in (f"{grade_build.INSIDE_SRC}/", f"{work}/src/", f"{REPO}/"):
         text = text.replace(prefix, "")
+    if lab_number:
+        lab = find_lab(lab_number)
+        for core_path in lab.files:
+            text = re.sub(rf"(?<![\w./-]){re.escape(core_path)}\b", f"labs/{lab.folder}/{core_path}", text)
     return text
+
+
+SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: ")
+
+
+def sanitizer_report(output: str, lines: int = 12) -> str:
+    """The first sanitizer report in a run's output (ASan's error line and the top of its
+    stack, or UBSan's runtime error), or "": it names the line a crash came from."""
+    all_lines = output.splitlines()
+    start = next((i for i, line in enumerate(all_lines) if SANITIZER_REPORT.search(line)), None)
+    if start is None:
+        return ""
+    kept: list[str] = []
+    for line in all_lines[start:]:
+        if len(kept) == lines or "testing::" in line:  # GoogleTest's own frames say nothing
+            break
+        if line.strip():
+            kept.append(line.rstrip())
+    return "\n".join(kept)
 
 
 # ---------------------------------------------------------------------------------------
@@ -442,13 +505,20 @@ def run_item(programs: Programs, item: Item, timeout_s: float, memory_mb: int, r
     checker decides: tools/graded_run.py) and judges the result."""
     run_dir.mkdir(parents=True)
     limits = sandbox.Limits(cpu_s=8 * timeout_s + 10, memory_mb=programs.memory_mb(memory_mb),
-                            wall_s=timeout_s)
+                            wall_s=timeout_s, output_bytes=MAX_RUN_OUTPUT)
     run = graded_run.run_item(
         student_program=programs.student, student_mounts=programs.mounts,
         lab_student=programs.lab_student, checker=programs.checker, gtest_filter=item.name,
         timeout_s=timeout_s, limits=limits, run_dir=run_dir, env=programs.env(memory_mb))
     outcome = judge(item, run, timeout_s, memory_mb, lab, work)
     outcome.seconds = run.seconds
+    report = sanitizer_report(shorten_paths(run.compute_output, work, lab))
+    if report and not outcome.passed and report not in outcome.message:
+        # The judge quotes the checker; the sanitizer's report is in the student's own run.
+        # It goes last and is never the part trimmed: it names the faulty line.
+        room = MAX_ITEM_OUTPUT - len(report) - 80
+        outcome.message = (outcome.message[:max(room, 0)]
+                           + "\nthe sanitizer's report, from your program's output:\n" + report)
     return outcome
 
 
@@ -465,9 +535,14 @@ def running_test(output: str) -> str:
 
 
 def not_implemented(text: str, lab: str) -> list[str]:
-    """The distinct `what`s of 'lab NN: not implemented: what' messages, in order."""
-    found = re.findall(rf"lab {lab}: not implemented: ([^\"\n]+)", text)
-    return list(dict.fromkeys(what.strip() for what in found))
+    """The distinct `what`s of 'lab NN: not implemented: what' messages, in order. A test
+    may carry the message on with text of its own: a known region's name is cut there."""
+    known = sorted(region_files(lab), key=len, reverse=True)
+    whats = []
+    for found in re.findall(rf"lab {lab}: not implemented: ([^\"\n]+)", text):
+        found = found.strip()
+        whats.append(next((what for what in known if found.startswith(what)), found))
+    return list(dict.fromkeys(whats))
 
 
 def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int, lab: str,
@@ -476,17 +551,18 @@ def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int,
     student's run ended (a timeout, a crash, running out of memory) is reported from it;
     whether the tests passed comes only from the trusted checker's report."""
     compute = run.compute
-    output = shorten_paths(run.compute_output, work)
-    check_output = shorten_paths(run.check_output, work)
+    output = shorten_paths(run.compute_output, work, lab)
+    check_output = shorten_paths(run.check_output, work, lab)
     tests = run.tests
     for test in tests or []:
-        test["failures"] = [shorten_paths(f, work) for f in test["failures"]]
+        test["failures"] = [shorten_paths(f, work, lab) for f in test["failures"]]
     missing = not_implemented(output + "\n" + check_output, lab)
     if compute.timed_out:
         return Outcome(item, "timed out", f"timed out after {timeout_s:g} s{running_test(output)} "
                                           f"(an infinite loop or a deadlock?)")
     if compute.output_truncated:
-        return Outcome(item, "too much output", f"your program wrote more output than the grader "
+        return Outcome(item, "too much output", f"your program wrote more than the "
+                                                f"{MAX_RUN_OUTPUT >> 20} MiB of output the grader "
                                                 f"reads{running_test(output)} (printing in a loop?)")
     if compute.returncode != 0 and "bad_alloc" in output:
         return Outcome(item, "out of memory",
@@ -556,10 +632,13 @@ def failure_message(failed: list[dict], missing: list[str], output: str, returnc
     parts: list[str] = []
     if missing:
         places = region_files(lab)
-        parts += [f"not implemented: {what}" + (f"; fill in its LAB {lab} region in {places[what]}"
+        folder = find_lab(lab).folder
+        parts += [f"not implemented: {what}" + (f"; fill in its LAB {lab} region in labs/{folder}/{places[what]}"
                                                  if what in places else "") for what in missing]
     for test in failed:
-        messages = [f for f in test["failures"] if "not implemented" not in f]
+        # With a part not implemented, results missing after its exception are its echo.
+        messages = [f for f in test["failures"] if "not implemented" not in f
+                    and not (missing and "your program recorded no result" in f)]
         if messages:
             parts.append(f"{test['suite']}.{test['name']} failed:\n" + "\n".join(messages))
     if not parts:
@@ -629,8 +708,9 @@ def summary_text(lab: Lab, rubric: Rubric, staged: Staged, build_result: Build,
         lines.append("Not in your submission, so the unchanged handout was used: "
                      + ", ".join(staged.missing))
     if staged.ignored:
-        shown = staged.ignored[:30]
-        more = f" and {len(staged.ignored) - 30} more" if len(staged.ignored) > 30 else ""
+        shown = staged.ignored[:MAX_LISTED_FILES]
+        more = (f" and {len(staged.ignored) - MAX_LISTED_FILES} more"
+                if len(staged.ignored) > MAX_LISTED_FILES else "")
         lines.append(f"Ignored (not a lab {lab.number} handout file): {', '.join(shown)}{more}")
     lines += staged.notes
     return "\n".join(lines)
@@ -652,7 +732,8 @@ def results_json(lab: Lab, rubric: Rubric, staged: Staged, build_result: Build,
         "leaderboard": [],
         "extra_data": {"lab": lab.number, "build": "ok" if build_result.ok else "failed",
                        "graded_files": staged.used, "handout_files_used": staged.missing,
-                       "ignored_files": staged.ignored},
+                       "ignored_files": staged.ignored[:MAX_LISTED_FILES],
+                       "ignored_count": len(staged.ignored)},
     }
 
 
@@ -717,6 +798,9 @@ def grade(args: argparse.Namespace) -> int:
     lab = find_lab(args.lab)
     rubric = load_rubric(lab)
     submission = args.submission.resolve()
+    if submission.is_file():
+        raise UsageError(f"{args.submission} is a file: give the folder that holds the "
+                         f"submission's files (here {args.submission.parent or '.'})")
     if not submission.is_dir():
         raise UsageError(f"{args.submission}: no such submission folder")
     out = grade_build.check_out(args.out)  # a bad --out is found now, not after the build
@@ -730,8 +814,10 @@ def grade(args: argparse.Namespace) -> int:
             print(f"  graded:  {core}" + ("" if core == sub else f" (from {sub})"))
         for core in staged.missing:
             print(f"  handout: {core} (not in the submission)")
-        for rel in staged.ignored:
+        for rel in staged.ignored[:MAX_LISTED_FILES]:
             print(f"  ignored: {rel}")
+        if len(staged.ignored) > MAX_LISTED_FILES:
+            print(f"  ignored: ... and {len(staged.ignored) - MAX_LISTED_FILES} more")
         for note in staged.notes:
             print(f"  note:    {note}")
         built = build(work, lab, rubric, files, args)
@@ -742,6 +828,7 @@ def grade(args: argparse.Namespace) -> int:
             print(f"the build failed:\n{built.errors}")
             message = f"did not compile:\n{built.errors}"
             outcomes = [Outcome(item, "build failed", message) for item in rubric.items]
+        mark_handout_items(outcomes, staged)
         # Every student process is gone here: sandbox.run returns only then.
         data = results_json(lab, rubric, staged, built, outcomes, time.monotonic() - started)
         print_table(lab, rubric, outcomes)
@@ -771,11 +858,13 @@ def run_items(built: Build, lab: Lab, rubric: Rubric, work: Path,
         run = work / "runs" / f"{index:02d}"
         outcome = run_item(built.programs(rubric), item, timeout, rubric.memory_limit_mb, run,
                            work, lab.number)
-        if outcome.passed and built.sanitized and not item.exclusive:
+        if (outcome.passed or outcome.status == "crashed") and built.sanitized and not item.exclusive:
             checked = run_item(built.programs(rubric, sanitized=True), item,
                                timeout * SANITIZER_SLOWDOWN, rubric.memory_limit_mb, run / "asan",
                                work, lab.number)
-            outcome = sanitizer_verdict(outcome, checked)
+            outcome = sanitizer_verdict(outcome, checked) if outcome.passed else located(outcome, checked)
+        if sandbox.STOP.is_set():  # interrupted: the outcome is the kill's, not the item's
+            return outcome
         with print_lock:  # one whole line at a time from the worker threads
             print(f"  {item.title}: {outcome.status} ({outcome.seconds:.1f} s)", flush=True)
         return outcome
@@ -799,11 +888,25 @@ def sanitizer_verdict(release: Outcome, sanitized: Outcome) -> Outcome:
     seconds = release.seconds + sanitized.seconds
     if sanitized.passed or sanitized.status == "skipped":  # skipped: a measurement, not run sanitized
         return Outcome(release.item, release.status, release.message, seconds, release.fraction)
-    found = re.findall(r"(ERROR: AddressSanitizer: .*|runtime error: .*)", sanitized.message)
-    what = found[0].strip() if found else sanitized.status
+    report = sanitizer_report(sanitized.message)
+    # With a report, the report is the message (the checker's view of the broken run says
+    # less); without one (a timeout, say), what the sanitized run's judge said.
+    details = report or f"{sanitized.status}\n{sanitized.message}"
     return Outcome(release.item, "sanitizer", f"passes in the release build, but the "
-                   f"AddressSanitizer/UBSan build reports: {what}\n{sanitized.message}"[:MAX_ITEM_OUTPUT],
-                   seconds)
+                   f"AddressSanitizer/UBSan build reports:\n{details}"[:MAX_ITEM_OUTPUT], seconds)
+
+
+def located(crashed: Outcome, sanitized: Outcome) -> Outcome:
+    """A crash in the release build, with the line the ASan/UBSan build's report names
+    (when its run reported one): a signal alone does not say where."""
+    report = sanitizer_report(sanitized.message)
+    if not report:
+        return Outcome(crashed.item, crashed.status, crashed.message,
+                       crashed.seconds + sanitized.seconds)
+    room = MAX_ITEM_OUTPUT - len(report) - 80
+    return Outcome(crashed.item, crashed.status,
+                   crashed.message[:max(room, 0)] + "\nthe same item in the AddressSanitizer/UBSan "
+                   "build reports:\n" + report, crashed.seconds + sanitized.seconds)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -812,7 +915,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "each rubric item's GoogleTest filter with a timeout and a memory limit, "
                     "print a score table and write Gradescope's results.json.",
         epilog="Exit status: 0 graded (whatever the score); 2 bad arguments or rubric; "
-               "3 the build could not be set up. Example: "
+               "3 the build could not be set up; 130 interrupted (nothing scored). Example: "
                "tools/grade.py --lab 01 ~/submissions/alice --out alice.json")
     parser.add_argument("submission", type=Path, metavar="SUBMISSION", nargs="?",
                         help="folder with the student's files (repository layout, handout "
@@ -850,10 +953,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def interrupted(signum: int, frame) -> None:
+    """Ctrl-C or SIGTERM (what `timeout` and job runners send): every running sandbox is
+    killed within a second, the work folder is removed, and nothing is scored."""
+    sandbox.STOP.set()
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
     try:
         return prepare(args) if args.prepare else grade(args)
+    except KeyboardInterrupt:
+        print("grade.py: interrupted: nothing was scored and no results were written",
+              file=sys.stderr)
+        return 130
     except UsageError as e:
         print(f"grade.py: error: {e}", file=sys.stderr)
         return 2

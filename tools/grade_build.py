@@ -116,6 +116,9 @@ def default_cache() -> Path:
     return home / "gradlab-grade" / key
 
 
+CHECKOUT_RECORD = "checkout"  # in a default cache: the path of the checkout it serves
+
+
 def make_cache(requested: Path | None) -> Path:
     cache = (requested or default_cache()).expanduser().resolve()
     if cache == REPO.resolve() or REPO.resolve() in cache.parents:
@@ -123,10 +126,32 @@ def make_cache(requested: Path | None) -> Path:
                          f"--cache a folder outside {REPO}")
     try:
         make_reachable(cache)
+        if requested is None and not os.environ.get("GRADLAB_GRADE_CACHE"):
+            (cache / CHECKOUT_RECORD).write_text(f"{REPO.resolve()}\n")
+            remove_orphan_caches(cache.parent, keep=cache)
     except OSError as e:
         raise SetupError(f"cannot make the grader's cache {cache} ({e.strerror}); give --cache "
                          f"a writable folder") from None
     return cache
+
+
+def remove_orphan_caches(parent: Path, keep: Path) -> None:
+    """Removes the default caches of checkouts that are gone: each holds base builds of
+    several GiB, and a deleted clone (a CI run, a reviewer's copy) leaves its cache behind.
+    A cache that a grading holds (its base lock) is left alone."""
+    for cache in parent.iterdir():
+        try:
+            checkout = Path((cache / CHECKOUT_RECORD).read_text().strip())
+        except OSError:
+            continue  # not a cache this code made, or made before it kept the record
+        if cache == keep or not checkout.is_absolute() or checkout.exists():
+            continue
+        with open(base_lock(cache), "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # in use
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def host_ccache() -> Path | None:
@@ -254,23 +279,48 @@ def trusted_build(build_dir: Path, targets: list[str], jobs: int) -> Path:
 # The staged tree and the student base
 
 
+def is_staged(rel: str) -> bool:
+    """Whether a repository path (posix, relative) belongs in the staged tree."""
+    parts = rel.split("/")
+    return (parts[0] not in NOT_STAGED
+            and not any(rel == deep or rel.startswith(deep + "/") for deep in NOT_STAGED_DEEP)
+            and not any(p.fullmatch(d) for d in parts[:-1] for p in NOT_STAGED_PATTERNS))
+
+
+def tracked_files() -> list[str] | None:
+    """The files git tracks in the repository (added ones included), or None where the
+    repository is no git checkout of its own: an unpacked Gradescope package, which holds
+    only what was staged when it was made."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=True,
+                              timeout=60).stdout.decode()
+    try:
+        if Path(git("rev-parse", "--show-toplevel").strip()).resolve() != REPO.resolve():
+            return None  # REPO lies inside some other checkout
+        return [rel for rel in git("ls-files", "-z", "--cached").split("\0") if rel]
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def staged_files(lab_files: dict[str, Path]) -> dict[str, Path]:
     """Relative path in the staged tree -> the repository file it is copied from: every
-    file of the repository but NOT_STAGED, with the lab's core files taken from lab_files
-    (the handout stubs, or the submission's files)."""
+    file of the repository that git tracks, but NOT_STAGED, with the lab's core files taken
+    from lab_files (the handout stubs, or the submission's files). Only tracked files:
+    anything else in the folder (submissions being graded, a copy of the answers, a
+    Gradescope zip) must not reach a student's build, nor the next zip."""
     files: dict[str, Path] = {}
-    for root, dirs, names in os.walk(REPO):
-        rel_root = Path(root).relative_to(REPO)
-        dirs[:] = [d for d in dirs if not (rel_root == Path(".") and d in NOT_STAGED)
-                   and (rel_root / d).as_posix() not in NOT_STAGED_DEEP
-                   and not any(p.fullmatch(d) for p in NOT_STAGED_PATTERNS)
-                   and not os.path.islink(os.path.join(root, d))]
-        for name in names:
-            path = Path(root) / name
-            if rel_root == Path(".") and name in NOT_STAGED:
-                continue  # a worktree's .git is a file
-            if not path.is_symlink() and path.is_file():
-                files[(rel_root / name).as_posix()] = path
+    tracked = tracked_files()
+    if tracked is None:
+        tracked = []
+        for root, dirs, names in os.walk(REPO):
+            rel_root = Path(root).relative_to(REPO)
+            dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))
+                       and is_staged((rel_root / d / "-").as_posix())]  # skips build folders whole
+            tracked += [(rel_root / name).as_posix() for name in names]
+    for rel in tracked:
+        path = REPO / rel
+        if is_staged(rel) and not path.is_symlink() and path.is_file():  # tracked, deleted: gone
+            files[rel] = path
     files.update(lab_files)
     return files
 

@@ -41,6 +41,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,11 @@ BWRAP = os.environ.get("GRADLAB_BWRAP", "bwrap")  # another bubblewrap, or a mis
 SYSTEM_READ_ONLY = ["/usr", "/etc"]  # what every program needs: libraries, compilers, passwd
 MERGED_USR_LINKS = ["/bin", "/lib", "/lib64", "/sbin"]  # symlinks into /usr on Debian
 KILL_GRACE_S = 10.0  # how long the namespace may take to die after its PID 1 is killed
+# Set when the program running sandboxes is interrupted (Ctrl-C, SIGTERM): each running
+# sandbox is then killed as if its time were up, within POLL_S, so that the program can
+# clean up and stop instead of waiting out every time limit.
+STOP = threading.Event()
+POLL_S = 0.25
 
 # A folder given as one path is mounted at the same path inside; a (source, inside) pair
 # mounts the source at another path (so that a build made in one folder can be reused
@@ -283,11 +289,11 @@ def _copy_output(child: subprocess.Popen, log, limits: Limits, deadline: float) 
     written = 0
     while True:
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or STOP.is_set():
             return True, False
-        ready, _, _ = select.select([fd], [], [], left)
+        ready, _, _ = select.select([fd], [], [], min(left, POLL_S))
         if not ready:
-            return True, False
+            continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:  # every process that held the pipe is gone
             return False, False
@@ -300,11 +306,14 @@ def _copy_output(child: subprocess.Popen, log, limits: Limits, deadline: float) 
 
 
 def _exited(child: subprocess.Popen, deadline: float) -> bool:
-    try:
-        child.wait(timeout=max(0.0, deadline - time.monotonic()))
-        return True
-    except subprocess.TimeoutExpired:
-        return False
+    while not STOP.is_set():
+        try:
+            child.wait(timeout=max(0.0, min(deadline - time.monotonic(), POLL_S)))
+            return True
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                return False
+    return False
 
 
 def _wait(child: subprocess.Popen, namespace: _Namespace) -> int:

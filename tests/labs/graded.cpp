@@ -145,7 +145,7 @@ void parse_records(std::string_view bytes, State& s) {
         const auto where = " at byte " + std::to_string(at);
         const std::size_t eol = bytes.find('\n', at);
         if (eol == std::string_view::npos || eol - at > kMaxHeaderBytes) {
-            s.parse_problem = "a record header is cut short or too long" + where;
+            s.parse_problem = "the record file has a record header cut short or too long" + where;
             return;
         }
         std::string_view header = bytes.substr(at, eol - at);
@@ -156,13 +156,13 @@ void parse_records(std::string_view bytes, State& s) {
         if (header_ok) header.remove_prefix(4);
         if (!header_ok || !parse_number(header, test_n) || !parse_number(header, key_n) ||
             !parse_number(header, occurrence) || !parse_number(header, payload_n) || !header.empty()) {
-            s.parse_problem = "a malformed record header" + where;
+            s.parse_problem = "the record file has a malformed record header" + where;
             return;
         }
         const std::size_t left = bytes.size() - (eol + 1);
         if (test_n > kMaxNameBytes || key_n > kMaxNameBytes || occurrence > 1'000'000'000 ||
             payload_n > left || test_n + key_n + payload_n + 1 > left) {
-            s.parse_problem = "a record longer than the rest of the file (cut short?)" + where;
+            s.parse_problem = "the record file has a record longer than the rest of the file (cut short?)" + where;
             return;
         }
         std::size_t body = eol + 1;
@@ -171,7 +171,7 @@ void parse_records(std::string_view bytes, State& s) {
         const std::string_view payload = bytes.substr(body + test_n + key_n, payload_n);
         body += test_n + key_n + payload_n;
         if (bytes[body] != '\n') {
-            s.parse_problem = "a record not followed by a line break" + where;
+            s.parse_problem = "the record file has a record not followed by a line break" + where;
             return;
         }
         const std::string k = lookup_key(test, key, static_cast<int>(occurrence));
@@ -332,7 +332,7 @@ std::string replay(std::string_view key) {
         problem = "your program recorded no result for " + what +
                   (occurrence ? " (call " + std::to_string(occurrence + 1) + ")" : "") +
                   ": it stopped (crashed, timed out, or exited) before this point";
-        if (!s.parse_problem.empty()) problem += "; the record file: " + s.parse_problem;
+        if (!s.parse_problem.empty()) problem += "; " + s.parse_problem;
     } else if (!found->second) {
         problem = what + " was recorded twice; the result is not trusted";
     }

@@ -81,6 +81,12 @@ FAKE_GTEST = textwrap.dedent("""\
         sys.exit(1)
     if case == "Exit":
         sys.exit(0)  # leaves before recording anything
+    if case == "AsanReport":  # what an ASan build prints for a write past a buffer
+        print("==42==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x6020 at pc 0x55")
+        print("WRITE of size 8 at 0x6020 thread T0")
+        print("    #0 0x55 in gl::graph::lifetimes(gl::graph::Graph const&) ../core/graph/memory_plan.cpp:41")
+        print("    #1 0x56 in Lab13_LifetimesAreExact_Test::TestBody() ../tests/labs/test_lab13.cpp:147")
+        sys.exit(1)
     if case == "ForgeVerdict":
         # A hostile submission: it claims success every way a test program can.
         print(f"[       OK ] Fake.{case} (0 ms)")
@@ -170,6 +176,14 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
         self.assertIn("recorded no result", outcome.message)
 
+    def test_a_sanitizer_report_reaches_the_student(self):
+        # The checker only knows that nothing was recorded; the report in the student's own
+        # output names the line, so it is quoted, with the handout's path for the file.
+        outcome = self.run_case("AsanReport")
+        self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
+        self.assertIn("ERROR: AddressSanitizer: heap-buffer-overflow", outcome.message)
+        self.assertIn("core/graph/memory_plan.cpp:41", outcome.message)
+
     def test_forged_verdict_earns_nothing(self):
         # The student's program prints PASSED and writes a passing report wherever it can;
         # the checker sees a record that is no result of the test, and fails it.
@@ -200,6 +214,129 @@ class CheckerFailureTest(unittest.TestCase):
         outcome = grade.judge(item, self.item_run("the record file is not a regular file"), 10.0, 1024,
                               "01", Path("/tmp"))
         self.assertEqual((outcome.status, outcome.earned), ("not checked", 0))
+
+
+class MessagePathsTest(unittest.TestCase):
+    """Feedback names files as the student knows them: repository paths, and the handout's
+    path for a file the student edits."""
+
+    def test_paths_from_the_trusted_build_lose_their_climb(self):
+        climb = "../" * 5 + str(grade.REPO).lstrip("/")
+        text = f"{climb}/tests/labs/test_lab13.cpp:147: Failure"
+        self.assertEqual(grade.shorten_paths(text, Path("/tmp/w")), "tests/labs/test_lab13.cpp:147: Failure")
+
+    def test_the_students_file_is_named_as_in_the_handout(self):
+        lab = grade.find_lab("13")
+        mine, framework = lab.files[0], "core/base/error.hpp"
+        text = f"../{mine}:12:5: error: x\nIn file included from ../{framework}:3"
+        self.assertEqual(grade.shorten_paths(text, Path("/tmp/w"), "13"),
+                         f"labs/{lab.folder}/{mine}:12:5: error: x\nIn file included from {framework}:3")
+        handout_path = f"labs/{lab.folder}/{mine}:3"
+        self.assertEqual(grade.shorten_paths(handout_path, Path("/tmp/w"), "13"), handout_path)
+
+    def test_not_implemented_names_the_region_without_what_a_test_adds(self):
+        text = ('lab 06: not implemented: hand out the next batch in order (keep the worker\'s '
+                'exception in its Result)\nlab 06: not implemented: something new')
+        self.assertEqual(grade.not_implemented(text, "06"),
+                         ["hand out the next batch in order", "something new"])
+
+    def test_sanitizer_report(self):
+        output = ("[ RUN      ] A.B\n==7==ERROR: AddressSanitizer: stack-buffer-overflow on address 1\n"
+                  "    #0 0x1 in f() core/x.cpp:4\n\n    #1 0x2 in g() core/y.cpp:9\n")
+        self.assertEqual(grade.sanitizer_report(output, lines=2),
+                         "==7==ERROR: AddressSanitizer: stack-buffer-overflow on address 1\n"
+                         "    #0 0x1 in f() core/x.cpp:4")
+        self.assertEqual(grade.sanitizer_report("core/x.cpp:4: runtime error: signed integer overflow"),
+                         "core/x.cpp:4: runtime error: signed integer overflow")
+        self.assertEqual(grade.sanitizer_report("Segmentation fault\n"), "")
+        in_gtest = output + "    #2 0x3 in testing::Test::Run() gtest.cc:1\n    #3 0x4 in main\n"
+        self.assertTrue(grade.sanitizer_report(in_gtest).endswith("#1 0x2 in g() core/y.cpp:9"))
+
+    def test_a_crash_is_located_by_the_sanitized_run(self):
+        item = grade.Item("Fake.Crash", 5, "crash", 10.0)
+        crashed = grade.Outcome(item, "crashed", "crashed with signal SIGSEGV in Fake.Crash", 1.0)
+        report = "==7==ERROR: AddressSanitizer: SEGV on unknown address 0x0\n    #0 0x1 in f() core/x.cpp:4"
+        sanitized = grade.Outcome(item, "failed", f"Fake.Crash failed\n{report}", 2.0)
+        located = grade.located(crashed, sanitized)
+        self.assertEqual((located.status, located.earned, located.seconds), ("crashed", 0, 3.0))
+        self.assertTrue(located.message.startswith("crashed with signal SIGSEGV in Fake.Crash"))
+        self.assertIn(report, located.message)
+        no_report = grade.located(crashed, grade.Outcome(item, "crashed", "crashed with signal SIGSEGV", 2.0))
+        self.assertEqual(no_report.message, crashed.message)
+
+    def test_a_sanitizer_failure_quotes_its_report(self):
+        item = grade.Item("Fake.Pass", 5, "pass", 10.0)
+        passed = grade.Outcome(item, "passed", "passed", 1.0)
+        report = "==7==ERROR: AddressSanitizer: heap-buffer-overflow on address 1\n    #0 0x1 in f() core/x.cpp:4"
+        verdict = grade.sanitizer_verdict(passed, grade.Outcome(item, "failed", "noise\n" + report, 2.0))
+        self.assertEqual((verdict.status, verdict.earned), ("sanitizer", 0))
+        self.assertIn("reports:\n==7==ERROR: AddressSanitizer: heap-buffer-overflow", verdict.message)
+        self.assertIn("core/x.cpp:4", verdict.message)
+
+
+class StagedTreeTest(unittest.TestCase):
+    """What is copied into a student's build (and into the Gradescope package): the files
+    git tracks, less the answer key and the builds; nothing else lying in the folder."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.repo = Path(self._tmp.name)
+        self._saved = grade_build.REPO
+        grade_build.REPO = self.repo
+
+    def tearDown(self):
+        grade_build.REPO = self._saved
+        self._tmp.cleanup()
+
+    def write(self, *paths):
+        for rel in paths:
+            (self.repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.repo / rel).write_text(rel)
+
+    def test_only_tracked_files_outside_the_answer_key(self):
+        import subprocess
+        self.write("core/a.cpp", "solutions/01/README.md", "tests/tools/mutant.cpp", "build-x/y.o")
+        git = ["git", "-C", str(self.repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "-f", "."], check=True)
+        self.write("subs/alice/core/a.cpp", "lab01.zip", "core/untracked.cpp")  # never staged
+        staged = grade_build.staged_files({"core/b.cpp": self.repo / "core/a.cpp"})
+        self.assertEqual(sorted(staged), ["core/a.cpp", "core/b.cpp"])
+
+    def test_without_git_every_file_outside_the_answer_key(self):
+        # An unpacked Gradescope package: no checkout, and only what was staged is there.
+        self.write("core/a.cpp", "solutions/01/README.md", "build/x.o", "core/build-z/q.o", "tests/x.cpp")
+        self.assertEqual(sorted(grade_build.staged_files({})), ["core/a.cpp", "tests/x.cpp"])
+
+    def test_is_staged(self):
+        for rel, staged in [("core/x.cpp", True), ("solutions/x.md", False), (".git", False),
+                            ("tests/tools/hostile/x.cpp", False), ("tests/toolsx.cpp", True),
+                            ("a/build-asan/x.o", False), ("build.sh", True), (".ci/run", False)]:
+            self.assertEqual(grade_build.is_staged(rel), staged, rel)
+
+
+class OrphanCacheTest(unittest.TestCase):
+    """The default caches of deleted checkouts (several GiB each) are removed."""
+
+    def test_only_caches_of_checkouts_that_are_gone(self):
+        import fcntl
+        with tempfile.TemporaryDirectory() as tmp:
+            parent = Path(tmp)
+            def cache(name, checkout):
+                (parent / name).mkdir()
+                if checkout is not None:
+                    (parent / name / grade_build.CHECKOUT_RECORD).write_text(f"{checkout}\n")
+                return parent / name
+            gone = cache("gone", parent / "deleted-clone")
+            alive = cache("alive", parent)
+            unknown = cache("unknown", None)
+            busy = cache("busy", parent / "deleted-too")
+            mine = cache("mine", parent / "deleted-as-well")
+            with open(grade_build.base_lock(busy), "w") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)
+                grade_build.remove_orphan_caches(parent, keep=mine)
+            self.assertFalse(gone.exists())
+            self.assertTrue(alive.exists() and unknown.exists() and busy.exists() and mine.exists())
 
 
 class RecordCopyTest(unittest.TestCase):
@@ -307,6 +444,35 @@ class SubmissionFilesTest(unittest.TestCase):
         staged = self.pick(["alice/lab1/engine.cpp", "a/matmul.cpp", "b/matmul.cpp"])
         self.assertEqual(staged.used, {"core/autograd/engine.cpp": "alice/lab1/engine.cpp"})
         self.assertIn("several files are named matmul.cpp", staged.notes[0])
+
+    def test_an_empty_file_is_pointed_out(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "matmul.cpp").write_text("")
+            staged = grade.pick_submission_files(Path(tmp), self.LAB)
+        self.assertEqual(staged.used, {"core/ops/matmul.cpp": "matmul.cpp"})
+        self.assertTrue(any(n.startswith("matmul.cpp is empty") for n in staged.notes), staged.notes)
+
+    def test_a_name_in_the_wrong_case_is_pointed_out(self):
+        staged = self.pick(["core/autograd/engine.cpp", "Matmul.cpp"])
+        self.assertIn("Matmul.cpp is not graded: the file must be named exactly matmul.cpp", staged.notes)
+
+    def test_none_of_the_labs_files_is_said_once(self):
+        staged = self.pick(["systolic.cpp"])
+        self.assertEqual(staged.used, {})
+        self.assertEqual(len(staged.notes), 1)
+        self.assertIn("none of lab 01's files is in your submission (it needs engine.cpp, matmul.cpp, "
+                      "util.cpp)", staged.notes[0])
+
+    def test_items_failing_in_a_missing_file_say_the_handout_was_graded(self):
+        staged = self.pick(["core/autograd/engine.cpp"])
+        item = grade.Item("Lab01.X", 5, "x", 10.0)
+        failed = grade.Outcome(item, "not implemented", "not implemented: mm; fill in its LAB 01 region in "
+                                                        "labs/01-autograd/core/ops/matmul.cpp")
+        other = grade.Outcome(item, "failed", "engine.cpp:3: wrong")
+        grade.mark_handout_items([failed, other], staged)
+        self.assertTrue(failed.message.endswith("(your submission has no matmul.cpp, so the untouched "
+                                                "handout's was graded)"))
+        self.assertEqual(other.message, "engine.cpp:3: wrong")
 
 
 class RubricTest(unittest.TestCase):
