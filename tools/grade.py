@@ -81,6 +81,7 @@ MAX_ITEM_OUTPUT = 3000  # characters of feedback per rubric item
 MAX_BUILD_OUTPUT = 6000  # characters of compiler errors per item
 MAX_RUN_OUTPUT = 8 << 20  # bytes of output one item's test process may print
 MAX_LISTED_FILES = 30  # ignored submission files named in the output and results.json
+MAX_REPORT_LINE = 400  # characters of each line of a quoted sanitizer report
 SANITIZER_SLOWDOWN = 3  # the sanitizer build's time limit: this times the item's
 
 SIGNAL_HINTS = {
@@ -269,7 +270,8 @@ def pick_submission_files(submission: Path, lab: Lab) -> Staged:
                                 f"should define (an upload that went wrong?)")
     for core_path in staged.missing:  # a file named almost right: say so
         name = Path(core_path).name
-        alike = [rel for rel in staged.ignored if Path(rel).name.lower() == name.lower()]
+        alike = [rel for rel in staged.ignored
+                 if Path(rel).name.lower() == name.lower() and Path(rel).name != name]
         if alike:
             staged.notes.append(f"{alike[0]} is not graded: the file must be named exactly {name}")
     if present and not staged.used:
@@ -285,8 +287,9 @@ def mark_handout_items(outcomes: list[Outcome], staged: Staged) -> None:
     for outcome in outcomes:
         for core_path in staged.missing:
             if not outcome.passed and core_path in outcome.message:
-                outcome.message += (f"\n(your submission has no {Path(core_path).name}, so the "
-                                    f"untouched handout's was graded)")
+                note = (f"\n(your submission has no {Path(core_path).name}, so the untouched "
+                        f"handout's was graded)")
+                outcome.message = outcome.message[:MAX_ITEM_OUTPUT - len(note)] + note
 
 
 def student_files(submission: Path, lab: Lab, staged: Staged) -> dict[str, Path]:
@@ -414,16 +417,22 @@ def shorten_paths(text: str, work: Path, lab_number: str | None = None) -> str:
     """Shows the framework's files as repository paths and, given the lab, the student's
     files as the handout's (labs/NN-name/core/...: where the student edits them, not the
     core file that holds the reference)."""
-    trees = "|".join(re.escape(str(tree).lstrip("/") + "/")
-                     for tree in (grade_build.INSIDE_SRC, work / "src", REPO))
-    text = re.sub(rf"(?<![\w./-])(?:\.\./)+(?:src/|{trees})?(?={TOP_FOLDERS})", "", text)
-    for prefix in (f"{grade_build.INSIDE_SRC}/", f"{work}/src/", f"{REPO}/"):
+    def relative(tree: Path) -> str:
+        return re.escape(str(tree).lstrip("/") + "/")
+    # The student's tree first (the sandbox's build and run, the work folder): there a lab
+    # file is the student's.
+    student_trees = f"src/|{relative(grade_build.INSIDE_SRC)}|{relative(work / 'src')}"
+    text = re.sub(rf"(?<![\w./-])(?:\.\./)+(?:{student_trees})?(?={TOP_FOLDERS})", "", text)
+    for prefix in (f"{grade_build.INSIDE_SRC}/", f"{work}/src/"):
         text = text.replace(prefix, "")
     if lab_number:
         lab = find_lab(lab_number)
         for core_path in lab.files:
             text = re.sub(rf"(?<![\w./-]){re.escape(core_path)}\b", f"labs/{lab.folder}/{core_path}", text)
-    return text
+    # Then the repository (the trusted build): its lab files hold the reference, so they
+    # keep their core/ path.
+    text = re.sub(rf"(?<![\w./-])(?:\.\./)+{relative(REPO)}(?={TOP_FOLDERS})", "", text)
+    return text.replace(f"{REPO}/", "")
 
 
 SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: ")
@@ -440,9 +449,9 @@ def sanitizer_report(output: str, lines: int = 12) -> str:
     for line in all_lines[start:]:
         if len(kept) == lines or "testing::" in line:  # GoogleTest's own frames say nothing
             break
-        if line.strip():
-            kept.append(line.rstrip())
-    return "\n".join(kept)
+        if line.strip():  # a line is the student's output: its length is theirs to choose
+            kept.append(line.rstrip()[:MAX_REPORT_LINE])
+    return "\n".join(kept)[:MAX_ITEM_OUTPUT // 2]
 
 
 # ---------------------------------------------------------------------------------------
@@ -541,7 +550,8 @@ def not_implemented(text: str, lab: str) -> list[str]:
     whats = []
     for found in re.findall(rf"lab {lab}: not implemented: ([^\"\n]+)", text):
         found = found.strip()
-        whats.append(next((what for what in known if found.startswith(what)), found))
+        whats.append(next((what for what in known if found == what or (
+            found.startswith(what) and not (found[len(what)].isalnum() or found[len(what)] == "_"))), found))
     return list(dict.fromkeys(whats))
 
 
@@ -800,7 +810,7 @@ def grade(args: argparse.Namespace) -> int:
     submission = args.submission.resolve()
     if submission.is_file():
         raise UsageError(f"{args.submission} is a file: give the folder that holds the "
-                         f"submission's files (here {args.submission.parent or '.'})")
+                         f"submission's files (here {args.submission.parent})")
     if not submission.is_dir():
         raise UsageError(f"{args.submission}: no such submission folder")
     out = grade_build.check_out(args.out)  # a bad --out is found now, not after the build
@@ -834,6 +844,7 @@ def grade(args: argparse.Namespace) -> int:
         print_table(lab, rubric, outcomes)
         out = out or work / "results.json"
         write_json(out, data)
+        args.written = out if args.out or args.keep else None  # else it goes with the work folder
         print(f"graded in {time.monotonic() - started:.0f} s")
         if args.out or args.keep:
             print(f"results: {out}")
@@ -962,12 +973,15 @@ def interrupted(signum: int, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    sandbox.STOP.clear()
     signal.signal(signal.SIGINT, interrupted)
     signal.signal(signal.SIGTERM, interrupted)
     try:
         return prepare(args) if args.prepare else grade(args)
     except KeyboardInterrupt:
-        print("grade.py: interrupted: nothing was scored and no results were written",
+        print("grade.py: interrupted" + (f" after the results were written to {args.written}"
+                                         if getattr(args, "written", None) else
+                                         ": nothing was scored and no results were written"),
               file=sys.stderr)
         return 130
     except UsageError as e:

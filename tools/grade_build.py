@@ -127,6 +127,7 @@ def make_cache(requested: Path | None) -> Path:
     try:
         make_reachable(cache)
         if requested is None and not os.environ.get("GRADLAB_GRADE_CACHE"):
+            hold_cache(cache)
             (cache / CHECKOUT_RECORD).write_text(f"{REPO.resolve()}\n")
             remove_orphan_caches(cache.parent, keep=cache)
     except OSError as e:
@@ -135,23 +136,52 @@ def make_cache(requested: Path | None) -> Path:
     return cache
 
 
+USERS_LOCK = "users.lock"  # beside each default cache: held shared while a grader uses it
+_HELD: dict[Path, object] = {}  # this process's shared holds, kept until it exits
+REMOVING = ".removing-"  # a cache being deleted is first renamed to this prefix
+
+
+def hold_cache(cache: Path) -> None:
+    """Marks the cache as in use until this process exits (a shared lock on
+    PARENT/KEY.users.lock), so that no other grader removes it meanwhile."""
+    if cache in _HELD:
+        return
+    handle = open(cache.parent / f"{cache.name}.{USERS_LOCK}", "a")
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    _HELD[cache] = handle
+
+
+def is_orphan(cache: Path) -> bool:
+    """Whether the cache records a checkout that no longer exists."""
+    try:
+        checkout = Path((cache / CHECKOUT_RECORD).read_text(encoding="utf-8").strip())
+        return checkout.is_absolute() and not checkout.exists()
+    except (OSError, ValueError):  # no record (not ours, or older), unreadable, garbage
+        return False
+
+
 def remove_orphan_caches(parent: Path, keep: Path) -> None:
     """Removes the default caches of checkouts that are gone: each holds base builds of
     several GiB, and a deleted clone (a CI run, a reviewer's copy) leaves its cache behind.
-    A cache that a grading holds (its base lock) is left alone."""
-    for cache in parent.iterdir():
+    A cache some grader holds (hold_cache) is left alone; so is anything this user cannot
+    lock or remove. Never fails: it only tidies."""
+    for cache in sorted(parent.iterdir()):
         try:
-            checkout = Path((cache / CHECKOUT_RECORD).read_text().strip())
+            if cache.name.startswith(REMOVING):  # an earlier removal cut short
+                shutil.rmtree(cache, ignore_errors=True)
+                continue
+            if cache == keep or not cache.is_dir() or not is_orphan(cache):
+                continue
+            with open(parent / f"{cache.name}.{USERS_LOCK}", "a") as users:
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: in use
+                if not is_orphan(cache):  # checked again under the lock
+                    continue
+                doomed = parent / f"{REMOVING}{cache.name}-{os.getpid()}"
+                cache.rename(doomed)  # from here no grader finds it under its name
+            (parent / f"{cache.name}.{USERS_LOCK}").unlink(missing_ok=True)
+            shutil.rmtree(doomed, ignore_errors=True)
         except OSError:
-            continue  # not a cache this code made, or made before it kept the record
-        if cache == keep or not checkout.is_absolute() or checkout.exists():
             continue
-        with open(base_lock(cache), "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                continue  # in use
-            shutil.rmtree(cache, ignore_errors=True)
 
 
 def host_ccache() -> Path | None:
@@ -289,17 +319,27 @@ def is_staged(rel: str) -> bool:
 
 def tracked_files() -> list[str] | None:
     """The files git tracks in the repository (added ones included), or None where the
-    repository is no git checkout of its own: an unpacked Gradescope package, which holds
-    only what was staged when it was made."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=True,
-                              timeout=60).stdout.decode()
-    try:
-        if Path(git("rev-parse", "--show-toplevel").strip()).resolve() != REPO.resolve():
-            return None  # REPO lies inside some other checkout
-        return [rel for rel in git("ls-files", "-z", "--cached").split("\0") if rel]
-    except (OSError, subprocess.SubprocessError):
+    repository is no git checkout (no .git): an unpacked Gradescope package, which holds
+    only what was staged when it was made. A checkout whose files git cannot list is a
+    setup error: walking it instead would stage whatever else lies in the folder."""
+    if not (REPO / ".git").exists():
         return None
+    # safe.directory: a root grader reading a checkout that another user owns
+    command = ["git", "-c", f"safe.directory={REPO}", "-C", str(REPO), "ls-files", "-z", "--cached"]
+    try:
+        listed = subprocess.run(command, capture_output=True, check=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        detail = getattr(e, "stderr", b"") or b""
+        raise SetupError(f"cannot list the files git tracks in {REPO} ({e}; "
+                         f"{os.fsdecode(detail).strip()}): is git installed?") from None
+    untracked = subprocess.run(command[:-1] + ["--others", "--exclude-standard"], capture_output=True,
+                               timeout=120).stdout.split(b"\0")
+    untracked = [os.fsdecode(rel) for rel in untracked if rel and is_staged(os.fsdecode(rel))]
+    if untracked:  # a developer's new file, not yet added, is missing from the grading build
+        shown = ", ".join(untracked[:5]) + (f" and {len(untracked) - 5} more" if len(untracked) > 5 else "")
+        print(f"note: not copied for grading, as git does not track them: {shown} "
+              f"(git add a file the build needs)", file=sys.stderr)
+    return [os.fsdecode(rel) for rel in listed.split(b"\0") if rel]
 
 
 def staged_files(lab_files: dict[str, Path]) -> dict[str, Path]:

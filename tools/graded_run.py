@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -120,6 +121,19 @@ def read_report(report: Path) -> list[dict] | None:
         return None
 
 
+def wait_checker(child: subprocess.Popen, timeout_s: float) -> tuple[int, bool]:
+    """(exit status, timed out): the checker's group is killed at its time limit, or at
+    once when the grader is interrupted (sandbox.STOP)."""
+    deadline = time.monotonic() + timeout_s
+    while not sandbox.STOP.is_set() and time.monotonic() < deadline:
+        try:
+            return child.wait(timeout=max(0.0, min(deadline - time.monotonic(), sandbox.POLL_S))), False
+        except subprocess.TimeoutExpired:
+            pass
+    os.killpg(child.pid, signal.SIGKILL)
+    return child.wait(), True
+
+
 def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
              lab_student: Path | None, checker: Path, gtest_filter: str, timeout_s: float,
              limits: sandbox.Limits, run_dir: Path, env: dict[str, str] | None = None) -> ItemRun:
@@ -160,10 +174,11 @@ def run_item(*, student_program: Path, student_mounts: list[sandbox.Mount],
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                  preexec_fn=checker_limits(limits.memory_mb or 4096))
         try:
-            returncode, timed_out = child.wait(timeout=timeout_s + CHECK_MARGIN_S), False
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, 9)
-            returncode, timed_out = child.wait(), True
+            returncode, timed_out = wait_checker(child, timeout_s + CHECK_MARGIN_S)
+        except BaseException:  # interrupted: the checker (and a timed run it started) goes too
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
     check_output = check_log.read_text(encoding="utf-8", errors="replace")
     return ItemRun(compute, compute_output, returncode, timed_out, check_output,
                    read_report(report), record_problem, time.monotonic() - start)

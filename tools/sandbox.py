@@ -267,6 +267,10 @@ def run(argv: list[str], *, read_only: list[Mount], writable: list[Mount], limit
             if timed_out or truncated:
                 namespace.kill()
             returncode = _wait(child, namespace)
+        except BaseException:  # interrupted (KeyboardInterrupt): nothing of it outlives run()
+            namespace.kill()
+            _wait(child, namespace)
+            raise
         finally:
             namespace.close()
     seconds = time.monotonic() - start

@@ -182,7 +182,8 @@ class JudgeTest(unittest.TestCase):
         outcome = self.run_case("AsanReport")
         self.assertEqual((outcome.status, outcome.earned), ("failed", 0))
         self.assertIn("ERROR: AddressSanitizer: heap-buffer-overflow", outcome.message)
-        self.assertIn("core/graph/memory_plan.cpp:41", outcome.message)
+        self.assertIn(" core/graph/memory_plan.cpp:41", outcome.message)  # the build's ../ is gone
+        self.assertIn(" tests/labs/test_lab13.cpp:147", outcome.message)
 
     def test_forged_verdict_earns_nothing(self):
         # The student's program prints PASSED and writes a passing report wherever it can;
@@ -234,11 +235,28 @@ class MessagePathsTest(unittest.TestCase):
         handout_path = f"labs/{lab.folder}/{mine}:3"
         self.assertEqual(grade.shorten_paths(handout_path, Path("/tmp/w"), "13"), handout_path)
 
+    def test_reference_files_keep_their_core_path(self):
+        # The trusted build compiles the repository, where a lab file is the reference.
+        lab = grade.find_lab("13")
+        mine = lab.files[0]
+        climb = "../" * 4 + str(grade.REPO).lstrip("/")
+        text = f"{climb}/{mine}:5 and {grade.REPO}/{mine}:6 and /grade/src/{mine}:7"
+        self.assertEqual(grade.shorten_paths(text, Path("/tmp/w"), "13"),
+                         f"{mine}:5 and {mine}:6 and labs/{lab.folder}/{mine}:7")
+
+    def test_a_long_sanitizer_report_is_capped(self):
+        output = "runtime error: " + "x" * (1 << 20) + "\n" + ("    #0 frame\n" * 50)
+        report = grade.sanitizer_report(output)
+        self.assertLessEqual(len(report), grade.MAX_ITEM_OUTPUT // 2)
+        self.assertTrue(report.startswith("runtime error: xxx"))
+
     def test_not_implemented_names_the_region_without_what_a_test_adds(self):
         text = ('lab 06: not implemented: hand out the next batch in order (keep the worker\'s '
                 'exception in its Result)\nlab 06: not implemented: something new')
         self.assertEqual(grade.not_implemented(text, "06"),
                          ["hand out the next batch in order", "something new"])
+        longer = "lab 06: not implemented: hand out the next batch in orderly fashion"
+        self.assertEqual(grade.not_implemented(longer, "06"), ["hand out the next batch in orderly fashion"])
 
     def test_sanitizer_report(self):
         output = ("[ RUN      ] A.B\n==7==ERROR: AddressSanitizer: stack-buffer-overflow on address 1\n"
@@ -303,6 +321,12 @@ class StagedTreeTest(unittest.TestCase):
         staged = grade_build.staged_files({"core/b.cpp": self.repo / "core/a.cpp"})
         self.assertEqual(sorted(staged), ["core/a.cpp", "core/b.cpp"])
 
+    def test_a_checkout_git_cannot_list_is_a_setup_error(self):
+        # Walking it instead would stage whatever lies in the folder.
+        self.write("core/a.cpp", ".git/HEAD")  # a broken checkout
+        with self.assertRaises(grade_build.SetupError):
+            grade_build.staged_files({})
+
     def test_without_git_every_file_outside_the_answer_key(self):
         # An unpacked Gradescope package: no checkout, and only what was staged is there.
         self.write("core/a.cpp", "solutions/01/README.md", "build/x.o", "core/build-z/q.o", "tests/x.cpp")
@@ -328,15 +352,22 @@ class OrphanCacheTest(unittest.TestCase):
                     (parent / name / grade_build.CHECKOUT_RECORD).write_text(f"{checkout}\n")
                 return parent / name
             gone = cache("gone", parent / "deleted-clone")
+            (parent / f"gone.{grade_build.USERS_LOCK}").write_text("")
             alive = cache("alive", parent)
             unknown = cache("unknown", None)
+            garbage = cache("garbage", None)
+            (garbage / grade_build.CHECKOUT_RECORD).write_bytes(b"\xff\xfe")
             busy = cache("busy", parent / "deleted-too")
             mine = cache("mine", parent / "deleted-as-well")
-            with open(grade_build.base_lock(busy), "w") as held:
-                fcntl.flock(held, fcntl.LOCK_EX)
+            leftover = parent / f"{grade_build.REMOVING}old-1"
+            leftover.mkdir()
+            with open(parent / f"busy.{grade_build.USERS_LOCK}", "a") as held:
+                fcntl.flock(held, fcntl.LOCK_SH)  # what hold_cache does for a running grader
                 grade_build.remove_orphan_caches(parent, keep=mine)
-            self.assertFalse(gone.exists())
-            self.assertTrue(alive.exists() and unknown.exists() and busy.exists() and mine.exists())
+            self.assertFalse(gone.exists() or leftover.exists())
+            self.assertFalse((parent / f"gone.{grade_build.USERS_LOCK}").exists())
+            for kept in (alive, unknown, garbage, busy, mine):
+                self.assertTrue(kept.exists(), kept.name)
 
 
 class RecordCopyTest(unittest.TestCase):
@@ -444,6 +475,7 @@ class SubmissionFilesTest(unittest.TestCase):
         staged = self.pick(["alice/lab1/engine.cpp", "a/matmul.cpp", "b/matmul.cpp"])
         self.assertEqual(staged.used, {"core/autograd/engine.cpp": "alice/lab1/engine.cpp"})
         self.assertIn("several files are named matmul.cpp", staged.notes[0])
+        self.assertFalse(any("named exactly" in note for note in staged.notes), staged.notes)
 
     def test_an_empty_file_is_pointed_out(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -119,17 +119,50 @@ class SandboxTest(unittest.TestCase):
     def test_stop_kills_running_sandboxes_at_once(self):
         # What an interrupted grader does: every sandbox dies now, not at its time limit.
         import threading
+        results = []
+        try:
+            for code in ("import time; time.sleep(1000)",  # stopped while its output is read
+                         "import os,time; os.close(1); os.close(2); time.sleep(1000)"):  # while waited for
+                sandbox.STOP.clear()
+                timer = threading.Timer(1.0, sandbox.STOP.set)
+                timer.start()
+                results.append(self.run_py(code, sandbox.Limits(wall_s=120)))
+                timer.cancel()
+        finally:
+            sandbox.STOP.clear()
+        for result in results:
+            self.assertTrue(result.timed_out)
+            self.assertGreater(result.seconds, 0.9)  # it ran until STOP
+            self.assertLess(result.seconds, 15)
+
+    def test_an_interrupted_run_leaves_no_process(self):
+        # Ctrl-C in the grader raises KeyboardInterrupt wherever the main thread is.
+        import _thread
+        import threading
+        timer = threading.Timer(1.0, _thread.interrupt_main)
+        timer.start()
+        with self.assertRaises(KeyboardInterrupt):
+            sandbox.run([PYTHON, "-c", "import time; time.sleep(1000)", self.token], read_only=[],
+                        writable=[], limits=sandbox.Limits(wall_s=120), log_path=self.log)
+        timer.cancel()
+        self.assertEqual(processes_with(self.token), [])
+
+    def test_stop_ends_the_wait_for_a_checker(self):
+        import subprocess
+        import threading
+        import graded_run
+        child = subprocess.Popen(["sleep", "100"], start_new_session=True)
         timer = threading.Timer(1.0, sandbox.STOP.set)
         timer.start()
         try:
-            result = self.run_py("import time; time.sleep(1000)", sandbox.Limits(wall_s=120))
-            closed = self.run_py("import os,time; os.close(1); os.close(2); time.sleep(1000)",
-                                 sandbox.Limits(wall_s=120))
+            start = time.monotonic()
+            _, timed_out = graded_run.wait_checker(child, 60)
         finally:
             timer.cancel()
             sandbox.STOP.clear()
-        self.assertTrue(result.timed_out and closed.timed_out)
-        self.assertLess(result.seconds + closed.seconds, 30)
+        self.assertTrue(timed_out)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertIsNotNone(child.poll())
 
     def test_a_program_that_closes_its_output_is_still_timed(self):
         result = self.run_py("import os,time; os.close(1); os.close(2); time.sleep(1000)",
