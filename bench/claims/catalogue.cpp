@@ -1,6 +1,7 @@
-// Every claim of the lecture (../shared/CLAIMS.md), in its order, with its lab: the report
-// has a row for each, and a claim without an experiment yet is a "not built yet" row, not
-// a missing one. tests/claims/test_verdicts.cpp checks this list against CLAIMS.md.
+// Every claim of the lecture (docs/CLAIMS.md, the course's ../shared/CLAIMS.md), in its
+// order, with its lab: the report has a row for each, and a claim without an experiment
+// yet is a "not built yet" row, not a missing one. tests/claims/test_verdicts.cpp checks
+// this list against CLAIMS.md.
 #include <algorithm>
 #include <cctype>
 #include <sstream>

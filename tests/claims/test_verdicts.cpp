@@ -443,15 +443,27 @@ TEST(ClaimsReport, TheListCoversEveryExperiment) {
     }
 }
 
-// The list in the program is CLAIMS.md's, claim for claim (the file is read where the
-// project keeps it, next to the checkout).
-TEST(ClaimsReport, TheListIsClaimsMd) {
-    const std::filesystem::path path = GRADLAB_CLAIMS_MD;
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path << " to compare with";
-    std::ifstream in(path);
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    const auto parsed = parse_claims_md(text.str());
+    return text.str();
+}
+
+// The repository's copy (docs/CLAIMS.md, which students and the READMEs read) is the course's
+// own file, next to the checkout, wherever that is present.
+TEST(ClaimsReport, TheCopyIsTheCoursesClaimsMd) {
+    const std::filesystem::path shared = GRADLAB_SHARED_CLAIMS_MD;
+    if (!std::filesystem::exists(shared)) GTEST_SKIP() << "no " << shared << " to compare with";
+    EXPECT_EQ(read_file(GRADLAB_CLAIMS_MD), read_file(shared))
+        << "docs/CLAIMS.md differs from " << shared << ": copy it over";
+}
+
+// The list in the program is CLAIMS.md's, claim for claim.
+TEST(ClaimsReport, TheListIsClaimsMd) {
+    const std::filesystem::path path = GRADLAB_CLAIMS_MD;
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    const auto parsed = parse_claims_md(read_file(path));
     const auto& listed = lecture_claims();
     ASSERT_EQ(parsed.size(), listed.size()) << "CLAIMS.md has " << parsed.size() << " claims, the program "
                                             << listed.size() << ": update bench/claims/catalogue.cpp";

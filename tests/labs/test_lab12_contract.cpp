@@ -59,6 +59,8 @@ TEST(Lab12, ContractObserverForEveryChannelCount) {
             for (const auto& b : batches) {
                 try {
                     o.observe(b.data(), static_cast<std::int64_t>(b.size()));
+                } catch (const NotImplemented&) {
+                    throw;  // the part to write, not the NaN batch's refusal
                 } catch (const Error&) {
                 }
             }
