@@ -24,6 +24,8 @@
 namespace gl::claims {
 namespace {
 
+std::string workers_text(int n) { return std::to_string(n) + (n == 1 ? " worker" : " workers"); }
+
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 constexpr std::size_t kBatch = 64;
@@ -194,7 +196,7 @@ Result data1(const Context& ctx) {
         const double predicted = w == 0 ? ideal : std::max(ideal, (load + compute) / cores);
         const double predicted_wait = predicted_wait_fraction(w, load, compute);
         readings.push_back({w, step, predicted, wait});
-        m << w << " workers: " << fixed(step * 1e3, 2) << " ms/step (model: "
+        m << workers_text(w) << ": " << fixed(step * 1e3, 2) << " ms/step (model: "
           << (w == 0 ? "L + C = " : "max(L/" + std::to_string(w) + ", C) = ") << fixed(ideal * 1e3, 2);
         if (predicted > ideal) m << ", bounded by (L + C) / cores = " << fixed(predicted * 1e3, 2);
         m << "; waiting for data " << fixed(100 * wait, 1) << "% of the step, model " << fixed(100 * predicted_wait, 0)
@@ -241,7 +243,7 @@ Result data2(const Context& ctx) {
       << epochs << " epochs of " << base.num_batches() << " batches: batches/s with ";
     for (int w = 0; w <= 2 * cores; ++w) {
         rate.push_back(median(rates[static_cast<std::size_t>(w)]));
-        m << w << " workers " << fixed(rate.back(), 1) << (w < 2 * cores ? ", " : "");
+        m << workers_text(w) << " " << fixed(rate.back(), 1) << (w < 2 * cores ? ", " : "");
         r.data["throughput"].push_back({{"workers", w},
                                         {"batches_per_second", rate.back()},
                                         {"rounds_batches_per_second", rates[static_cast<std::size_t>(w)]}});

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,14 @@
 #include "nn/deep_mlp.hpp"
 #include "ops/ops.hpp"
 #include "optim/optimizer.hpp"
+
+namespace gl::dist {
+
+/// How GoogleTest prints a step in a failed comparison: "F0", "B2" (without it, the
+/// struct's bytes, padding included).
+inline void PrintTo(const PipeStep& step, std::ostream* os) { *os << step.op << step.micro_batch; }
+
+}  // namespace gl::dist
 
 namespace gl::dist::lab09 {
 
@@ -156,11 +165,18 @@ inline std::vector<PipeStep> expected_1f1b(int p, int m, int s) {
     return out;
 }
 
+/// Nonzero biases for the MLP block's layers: a zero bias would hide one added N times.
+inline void random_biases(nn::Linear& first, nn::Linear& second, Rng& rng) {
+    first.bias.set_data(rand_uniform({first.bias.shape()[0]}, -1, 1, rng));
+    second.bias.set_data(rand_uniform({second.bias.shape()[0]}, -1, 1, rng));
+}
+
 /// Under mpirun, on rank c: the MLP block's output and input gradient, then its 1F1B
 /// stage's gradients (m = 3).
 inline std::vector<Tensor> mpi_rank_results(Communicator& c) {
     Rng rng(4);
     nn::Linear first(9, 10, rng), second(10, 5, rng);
+    random_biases(first, second, rng);
     const Tensor x = rand_uniform({6, 9}, -1, 1, rng), w = rand_uniform({6, 5}, -1, 1, rng);
     TensorParallelMlp mlp(first, second, c);
     Tensor xi = x.clone().set_requires_grad(true);
@@ -178,6 +194,7 @@ inline std::vector<Tensor> mpi_rank_results(Communicator& c) {
 inline std::vector<Tensor> mpi_expected(int np, int r) {
     Rng rng(4);
     nn::Linear first(9, 10, rng), second(10, 5, rng);
+    random_biases(first, second, rng);
     const Tensor x = rand_uniform({6, 9}, -1, 1, rng), w = rand_uniform({6, 5}, -1, 1, rng);
     Tensor xr = x.clone().set_requires_grad(true);
     const Tensor z = second.forward(relu(first.forward(xr)));
