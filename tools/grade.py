@@ -869,7 +869,10 @@ def run_items(built: Build, lab: Lab, rubric: Rubric, work: Path,
         run = work / "runs" / f"{index:02d}"
         outcome = run_item(built.programs(rubric), item, timeout, rubric.memory_limit_mb, run,
                            work, lab.number)
-        if (outcome.passed or outcome.status == "crashed") and built.sanitized and not item.exclusive:
+        # Correctness items run again in the ASan/UBSan build: a pass must hold there too,
+        # and a crash or a wrong result may have a memory error behind it that it names.
+        rerun = outcome.passed or outcome.status in ("crashed", "failed")
+        if rerun and built.sanitized and not item.exclusive:
             checked = run_item(built.programs(rubric, sanitized=True), item,
                                timeout * SANITIZER_SLOWDOWN, rubric.memory_limit_mb, run / "asan",
                                work, lab.number)
@@ -908,8 +911,9 @@ def sanitizer_verdict(release: Outcome, sanitized: Outcome) -> Outcome:
 
 
 def located(crashed: Outcome, sanitized: Outcome) -> Outcome:
-    """A crash in the release build, with the line the ASan/UBSan build's report names
-    (when its run reported one): a signal alone does not say where."""
+    """A crash or a failure in the release build, with the line the ASan/UBSan build's
+    report names (when its run reported one): a signal alone does not say where, and a
+    write past a buffer's end may show only as wrong numbers."""
     report = sanitizer_report(sanitized.message)
     if not report:
         return Outcome(crashed.item, crashed.status, crashed.message,
