@@ -543,6 +543,16 @@ def running_test(output: str) -> str:
     return f" in {current}" if current else ""
 
 
+def output_of_running_test(output: str) -> str:
+    """What the test that started last printed (its progress, its own diagnosis of a
+    hang), without GoogleTest's lines: "" when it printed nothing."""
+    lines = output.splitlines()
+    start = max((i for i, line in enumerate(lines) if line.startswith("[ RUN      ] ")), default=-1)
+    if start < 0:
+        return ""
+    return "\n".join(line for line in lines[start + 1:] if line.strip() and not line.startswith("["))
+
+
 def not_implemented(text: str, lab: str) -> list[str]:
     """The distinct `what`s of 'lab NN: not implemented: what' messages, in order. A test
     may carry the message on with text of its own: a known region's name is cut there."""
@@ -568,8 +578,10 @@ def judge(item: Item, run: graded_run.ItemRun, timeout_s: float, memory_mb: int,
         test["failures"] = [shorten_paths(f, work, lab) for f in test["failures"]]
     missing = not_implemented(output + "\n" + check_output, lab)
     if compute.timed_out:
+        printed = output_of_running_test(output)
         return Outcome(item, "timed out", f"timed out after {timeout_s:g} s{running_test(output)} "
-                                          f"(an infinite loop or a deadlock?)")
+                                          f"(an infinite loop or a deadlock?)"
+                       + (f"\nwhat the test printed before it stopped:\n{tail(printed, 10)}" if printed else ""))
     if compute.output_truncated:
         return Outcome(item, "too much output", f"your program wrote more than the "
                                                 f"{MAX_RUN_OUTPUT >> 20} MiB of output the grader "
@@ -841,15 +853,15 @@ def grade(args: argparse.Namespace) -> int:
         mark_handout_items(outcomes, staged)
         # Every student process is gone here: sandbox.run returns only then.
         data = results_json(lab, rubric, staged, built, outcomes, time.monotonic() - started)
-        print_table(lab, rubric, outcomes)
         out = out or work / "results.json"
         write_json(out, data)
         args.written = out if args.out or args.keep else None  # else it goes with the work folder
-        print(f"graded in {time.monotonic() - started:.0f} s")
-        if args.out or args.keep:
-            print(f"results: {out}")
-        else:
+        if not args.written:  # before the table, so that the table ends the output
             print(f"results.json (pass --out FILE to keep it):\n{json.dumps(data, indent=2)}")
+        print_table(lab, rubric, outcomes)
+        print(f"graded in {time.monotonic() - started:.0f} s")
+        if args.written:
+            print(f"results: {out}")
     finally:
         if args.keep:
             print(f"work folder kept: {work}")

@@ -258,6 +258,13 @@ class MessagePathsTest(unittest.TestCase):
         longer = "lab 06: not implemented: hand out the next batch in orderly fashion"
         self.assertEqual(grade.not_implemented(longer, "06"), ["hand out the next batch in orderly fashion"])
 
+    def test_output_of_running_test(self):
+        output = ("[ RUN      ] A.First\nfirst\n[       OK ] A.First (1 ms)\n[ RUN      ] A.Hang\n"
+                  "epoch 0 done\n\nwaiting for batch 3\n")
+        self.assertEqual(grade.output_of_running_test(output), "epoch 0 done\nwaiting for batch 3")
+        self.assertEqual(grade.output_of_running_test("[ RUN      ] A.Hang\n"), "")
+        self.assertEqual(grade.output_of_running_test("no test started\n"), "")
+
     def test_sanitizer_report(self):
         output = ("[ RUN      ] A.B\n==7==ERROR: AddressSanitizer: stack-buffer-overflow on address 1\n"
                   "    #0 0x1 in f() core/x.cpp:4\n\n    #1 0x2 in g() core/y.cpp:9\n")
