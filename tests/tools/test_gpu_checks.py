@@ -46,12 +46,14 @@ def dry_run(out: Path, env_extra=None, path_first=FAKE_GPU):
 class DryRun(unittest.TestCase):
     def test_every_step_runs_and_passes_on_the_cpu_runtime(self):
         with tempfile.TemporaryDirectory() as d:
-            out = Path(d) / "out"
-            r = dry_run(out)
+            out, scratch = Path(d) / "out", Path(d) / "tmp"
+            scratch.mkdir()
+            r = dry_run(out, {"TMPDIR": str(scratch)})
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             # Two files come back, whatever the run wrote: the table and one archive.
             self.assertEqual(sorted(p.name for p in out.iterdir()),
                              ["gpu_checks.md", "gpu_checks_logs.tar.gz"])
+            self.assertEqual(list(scratch.iterdir()), [], "the logs folder outlived the run")
             table = (out / "gpu_checks.md").read_text()
             self.assertIn("DRY RUN", table)
             result = rows(table)

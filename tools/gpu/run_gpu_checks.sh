@@ -88,6 +88,9 @@ done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/gradlab-gpu-checks.XXXX")
+# What is worth keeping goes into the archive after every step (write_outputs); the
+# folder itself, with the nvcc-only build in it, goes when the script ends.
+trap 'rm -rf "$logs"' EXIT
 # The private prefix lives beside the build, so that a rerun with --reuse-build finds both.
 prefix=${GPU_CHECKS_PREFIX:-$root/.gpu-prefix}
 table="$out/gpu_checks.md"
