@@ -465,6 +465,7 @@ class Outcome:
     message: str  # what the student reads
     seconds: float = 0.0
     fraction: float = 1.0  # of the points, for a "partial" outcome (a performance band)
+    report: str = ""  # the sanitizer's report from the student's run, when it printed one
 
     @property
     def passed(self) -> bool:
@@ -522,6 +523,7 @@ def run_item(programs: Programs, item: Item, timeout_s: float, memory_mb: int, r
     outcome = judge(item, run, timeout_s, memory_mb, lab, work)
     outcome.seconds = run.seconds
     report = sanitizer_report(shorten_paths(run.compute_output, work, lab))
+    outcome.report = report
     if report and not outcome.passed and report not in outcome.message:
         # The judge quotes the checker; the sanitizer's report is in the student's own run.
         # It goes last and is never the part trimmed: it names the faulty line.
@@ -914,7 +916,7 @@ def sanitizer_verdict(release: Outcome, sanitized: Outcome) -> Outcome:
     seconds = release.seconds + sanitized.seconds
     if sanitized.passed or sanitized.status == "skipped":  # skipped: a measurement, not run sanitized
         return Outcome(release.item, release.status, release.message, seconds, release.fraction)
-    report = sanitizer_report(sanitized.message)
+    report = sanitized.report
     # With a report, the report is the message (the checker's view of the broken run says
     # less); without one (a timeout, say), what the sanitized run's judge said.
     details = report or f"{sanitized.status}\n{sanitized.message}"
@@ -926,7 +928,7 @@ def located(crashed: Outcome, sanitized: Outcome) -> Outcome:
     """A crash or a failure in the release build, with the line the ASan/UBSan build's
     report names (when its run reported one): a signal alone does not say where, and a
     write past a buffer's end may show only as wrong numbers."""
-    report = sanitizer_report(sanitized.message)
+    report = sanitized.report
     if not report:
         return Outcome(crashed.item, crashed.status, crashed.message,
                        crashed.seconds + sanitized.seconds)

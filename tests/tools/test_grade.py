@@ -184,6 +184,7 @@ class JudgeTest(unittest.TestCase):
         self.assertIn("ERROR: AddressSanitizer: heap-buffer-overflow", outcome.message)
         self.assertIn(" core/graph/memory_plan.cpp:41", outcome.message)  # the build's ../ is gone
         self.assertIn(" tests/labs/test_lab13.cpp:147", outcome.message)
+        self.assertTrue(outcome.report.startswith("==42==ERROR: AddressSanitizer: heap-buffer-overflow"))
 
     def test_forged_verdict_earns_nothing(self):
         # The student's program prints PASSED and writes a passing report wherever it can;
@@ -281,7 +282,7 @@ class MessagePathsTest(unittest.TestCase):
         item = grade.Item("Fake.Crash", 5, "crash", 10.0)
         crashed = grade.Outcome(item, "crashed", "crashed with signal SIGSEGV in Fake.Crash", 1.0)
         report = "==7==ERROR: AddressSanitizer: SEGV on unknown address 0x0\n    #0 0x1 in f() core/x.cpp:4"
-        sanitized = grade.Outcome(item, "failed", f"Fake.Crash failed\n{report}", 2.0)
+        sanitized = grade.Outcome(item, "failed", f"Fake.Crash failed\n{report}", 2.0, report=report)
         located = grade.located(crashed, sanitized)
         self.assertEqual((located.status, located.earned, located.seconds), ("crashed", 0, 3.0))
         self.assertTrue(located.message.startswith("crashed with signal SIGSEGV in Fake.Crash"))
@@ -293,7 +294,8 @@ class MessagePathsTest(unittest.TestCase):
         item = grade.Item("Fake.Pass", 5, "pass", 10.0)
         passed = grade.Outcome(item, "passed", "passed", 1.0)
         report = "==7==ERROR: AddressSanitizer: heap-buffer-overflow on address 1\n    #0 0x1 in f() core/x.cpp:4"
-        verdict = grade.sanitizer_verdict(passed, grade.Outcome(item, "failed", "noise\n" + report, 2.0))
+        verdict = grade.sanitizer_verdict(passed, grade.Outcome(item, "failed", "noise\n" + report, 2.0,
+                                                                report=report))
         self.assertEqual((verdict.status, verdict.earned), ("sanitizer", 0))
         self.assertIn("reports:\n==7==ERROR: AddressSanitizer: heap-buffer-overflow", verdict.message)
         self.assertIn("core/x.cpp:4", verdict.message)
