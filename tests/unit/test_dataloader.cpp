@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "data/dataloader.hpp"
+#include "parallel/thread_pool.hpp"
 #include "thrown_message.hpp"
 
 namespace gl::test {
@@ -98,6 +99,37 @@ TEST(TensorDataset, RejectsMismatchedOrMistypedTensors) {
                 HasSubstr("3 inputs but 2 targets"));
     EXPECT_THAT(thrown_message([&] { TensorDataset(zeros({3, 2}, DType::Int32), zeros({3}, DType::Int32), 3); }),
                 HasSubstr("inputs must be a float32 tensor"));
+}
+
+TEST(TensorDataset, WideRowsAreGatheredOnTheIntraOpThreadsInOrder) {
+    // Rows of 4 KiB: a batch of 64 is large enough to be split between threads. Each row
+    // holds its example number in every feature; the batch must come back in the order
+    // asked, whatever the thread count.
+    constexpr std::int64_t kExamples = 300, kFeatures = 1024;
+    std::vector<float> inputs(static_cast<std::size_t>(kExamples * kFeatures));
+    std::vector<std::int32_t> targets(static_cast<std::size_t>(kExamples));
+    for (std::int64_t i = 0; i < kExamples; ++i) {
+        std::fill_n(inputs.begin() + i * kFeatures, kFeatures, static_cast<float>(i));
+        targets[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % 7);
+    }
+    const TensorDataset data(from_vector(inputs, {kExamples, kFeatures}), from_vector(targets, {kExamples}), 7);
+    std::vector<std::size_t> indices;
+    for (std::size_t k = 0; k < 64; ++k) indices.push_back((k * 97 + 13) % kExamples);
+    const int threads_before = get_num_threads();
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        const Batch b = data.get_batch(indices);
+        ASSERT_EQ(b.inputs.shape(), (Shape{64, kFeatures}));
+        const float* x = b.inputs.data<float>();
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+            const auto want = static_cast<float>(indices[k]);
+            const auto row = static_cast<std::int64_t>(k) * kFeatures;
+            EXPECT_TRUE(std::all_of(x + row, x + row + kFeatures, [&](float v) { return v == want; }))
+                << "row " << k << " with " << threads << " threads";
+            EXPECT_EQ(b.targets.data<std::int32_t>()[k], static_cast<std::int32_t>(indices[k] % 7));
+        }
+    }
+    set_num_threads(threads_before);
 }
 
 TEST(TensorDataset, GetBatchIsSafeFromSeveralThreads) {

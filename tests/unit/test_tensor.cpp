@@ -4,10 +4,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <numeric>
+#include <string>
 
 #include "base/rng.hpp"
 #include "ops/ops.hpp"
+#include "tensor/allocator.hpp"
 #include "tensor/tensor.hpp"
 
 namespace gl {
@@ -114,6 +120,42 @@ TEST(Tensor, AllocatorIsPluggable) {
     }
     set_default_cpu_allocator(nullptr);
     EXPECT_EQ(counting.live.load(), 0) << "storage must return its bytes to the allocator it came from";
+}
+
+// The VMA of /proc/self/smaps that holds @p p: its "THPeligible" value ("" if not found).
+std::string thp_eligible_at(const void* p) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        std::uintptr_t lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+            inside = lo <= address && address < hi;
+        } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+            return line.substr(line.find_last_of(' ') + 1);
+        }
+    }
+    return "";
+}
+
+TEST(Tensor, LargeBlocksStartOnAHugePageAndAskForHugePages) {
+    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    Allocator& cpu = cpu_allocator();
+    void* small = cpu.allocate(1000);
+    void* large = cpu.allocate(3 * kHuge + 100);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large) % kHuge, 0u);
+    std::memset(large, 1, 3 * kHuge + 100);  // all of it is usable
+    std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string modes;
+    std::getline(mode, modes);
+    const std::string eligible = thp_eligible_at(large);
+    cpu.deallocate(small, 1000);
+    cpu.deallocate(large, 3 * kHuge + 100);
+    if (modes.empty() || modes.find("[never]") != std::string::npos || eligible.empty())
+        GTEST_SKIP() << "this kernel offers no transparent huge pages (or no smaps): only the alignment was checked";
+    EXPECT_EQ(eligible, "1") << "a large block should be marked for transparent huge pages (madvise)";
 }
 
 TEST(Rng, SameSeedSameNumbers) {
