@@ -67,10 +67,10 @@ Linear::Linear(std::int64_t in, std::int64_t out, Rng& rng, bool with_bias) {
 }
 
 Tensor Linear::forward(const Tensor& x) {
-    check(x.dim() == 2 && x.shape()[1] == weight.shape()[1],
-          "Linear(" + std::to_string(weight.shape()[1]) + " -> " + std::to_string(weight.shape()[0]) +
-              "): expected input [batch, " + std::to_string(weight.shape()[1]) + "], got " +
-              shape_str(x.shape()));
+    check(x.dim() == 2 && x.shape()[1] == weight.shape()[1], [&] {
+        return "Linear(" + std::to_string(weight.shape()[1]) + " -> " + std::to_string(weight.shape()[0]) +
+               "): expected input [batch, " + std::to_string(weight.shape()[1]) + "], got " + shape_str(x.shape());
+    });
     const Tensor y = matmul(x, t(weight));  // [B, in] x [in, out]: W^T is a view, not a copy
     // With 16-bit working weights (mixed precision) the bias is widened to y's type.
     return bias.defined() ? y + cast(bias, y.dtype()) : y;

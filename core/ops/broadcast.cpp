@@ -16,10 +16,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
         // Align from the right: missing leading dimensions count as extent 1.
         const std::int64_t ea = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
         const std::int64_t eb = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-        check(ea == eb || ea == 1 || eb == 1,
-              "shapes " + shape_str(a) + " and " + shape_str(b) +
-                  " cannot be broadcast together: each dimension, aligned from the right, "
-                  "must match or be 1");
+        check(ea == eb || ea == 1 || eb == 1, [&] {
+            return "shapes " + shape_str(a) + " and " + shape_str(b) +
+                   " cannot be broadcast together: each dimension, aligned from the right, must match or be 1";
+        });
         out[i] = ea == 1 ? eb : ea;
     }
     return out;

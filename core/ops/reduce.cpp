@@ -16,8 +16,9 @@ std::vector<bool> reduce_mask(const Tensor& a, const std::vector<std::int64_t>& 
     std::vector<bool> mask(a.shape().size(), false);
     for (auto d : dims) {
         const std::int64_t axis = d < 0 ? d + a.dim() : d;
-        check(axis >= 0 && axis < a.dim(), "sum/mean: dimension " + std::to_string(d) +
-                                               " is out of range for shape " + shape_str(a.shape()));
+        check(axis >= 0 && axis < a.dim(), [&] {
+            return "sum/mean: dimension " + std::to_string(d) + " is out of range for shape " + shape_str(a.shape());
+        });
         mask[static_cast<std::size_t>(axis)] = true;
     }
     return mask;
