@@ -106,7 +106,9 @@ public:
     Shape example_shape() const override;
     /// The number of classes given at construction.
     std::int64_t num_classes() const override { return num_classes_; }
-    /// Copies the rows at @p indices into new tensors.
+    /// Copies the rows at @p indices into new tensors. A batch of more than about 32 KiB
+    /// is copied by the intra-op threads (parallel_for), each a run of rows; inside a
+    /// parallel region or a loader worker, by the calling thread alone.
     Batch get_batch(const std::vector<std::size_t>& indices) const override;
 
     /// All inputs, [N, features...].
