@@ -163,7 +163,8 @@ Batch TensorDataset::get_batch(const std::vector<std::size_t>& indices) const {
     // kMinBytesPerThread a share is not worth a thread's hand-off. (In a loader worker the
     // region runs on the worker alone.)
     constexpr std::size_t kMinBytesPerThread = 32 << 10;
-    const auto rows_per_thread = static_cast<std::int64_t>(kMinBytesPerThread / std::max<std::size_t>(1, row * sizeof(float)) + 1);
+    const std::size_t row_bytes = std::max<std::size_t>(1, row * sizeof(float));
+    const auto rows_per_thread = static_cast<std::int64_t>(kMinBytesPerThread / row_bytes + 1);
     parallel_for(static_cast<std::int64_t>(indices.size()), rows_per_thread, gather);
     return batch;
 }

@@ -17,9 +17,10 @@ namespace gl {
 namespace {
 
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
-    check(a.dtype() == b.dtype(), std::string(op) + ": operands have different dtypes (" +
-                                      name_of(a.dtype()) + " and " + name_of(b.dtype()) +
-                                      "); convert one with to_dtype");
+    check(a.dtype() == b.dtype(), [&] {
+        return std::string(op) + ": operands have different dtypes (" + name_of(a.dtype()) + " and " +
+               name_of(b.dtype()) + "); convert one with to_dtype";
+    });
     check_same_device(op, {&a, &b}, {"a", "b"});
 }
 
@@ -83,9 +84,10 @@ Tensor binary_on_device(kernels::BinaryOp op, const Tensor& a, const Tensor& b) 
 }  // namespace
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
-    check(shape.size() <= grad.shape().size(),
-          "sum_to: cannot reduce a gradient of shape " + shape_str(grad.shape()) +
-              " to the larger rank of " + shape_str(shape));
+    check(shape.size() <= grad.shape().size(), [&] {
+        return "sum_to: cannot reduce a gradient of shape " + shape_str(grad.shape()) + " to the larger rank of " +
+               shape_str(shape);
+    });
     // LAB 01 BEGIN: reduce a gradient over broadcast axes (sum_to)
     // Broadcasting aligned shape with grad.shape() from the right. Sum over the leading
     // dimensions shape does not have, and over every dimension where shape has extent 1

@@ -38,7 +38,7 @@ void log_softmax_rows(const T* x, T* out, std::int64_t rows, std::int64_t cols) 
 
 void check_2d(const Tensor& x, const char* op) {
     check(x.dim() == 2 && x.shape()[1] > 0,
-          std::string(op) + ": expects 2-d [batch, classes] input, got shape " + shape_str(x.shape()));
+          [&] { return std::string(op) + ": expects 2-d [batch, classes] input, got shape " + shape_str(x.shape()); });
 }
 
 struct LogSoftmaxBackward final : Node {
@@ -111,19 +111,22 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     check_2d(logits, "cross_entropy");
     check(targets.dtype() == DType::Int32 && targets.dim() == 1 &&
               targets.shape()[0] == logits.shape()[0],
-          "cross_entropy: targets must be int32 class indices of shape [" +
-              std::to_string(logits.shape()[0]) + "], got " + name_of(targets.dtype()) + " " +
-              shape_str(targets.shape()));
+          [&] {
+              return "cross_entropy: targets must be int32 class indices of shape [" +
+                     std::to_string(logits.shape()[0]) + "], got " + name_of(targets.dtype()) + " " +
+                     shape_str(targets.shape());
+          });
     check(logits.shape()[0] > 0, "cross_entropy: the batch is empty");
     check_same_device("cross_entropy", {&logits, &targets}, {"logits", "targets"});
     if (device::on_device(logits)) return cross_entropy_on_device(logits, targets);
     const Tensor tc = targets.contiguous();
     const std::int64_t rows = logits.shape()[0], cols = logits.shape()[1];
     const std::int32_t* t = tc.data<std::int32_t>();
-    for (std::int64_t r = 0; r < rows; ++r)
-        check(t[r] >= 0 && t[r] < cols, "cross_entropy: target " + std::to_string(t[r]) + " at row " +
-                                            std::to_string(r) + " is not a class in [0, " +
-                                            std::to_string(cols) + ")");
+    for (std::int64_t r = 0; r < rows; ++r)  // the message is built only for a bad target
+        check(t[r] >= 0 && t[r] < cols, [&] {
+            return "cross_entropy: target " + std::to_string(t[r]) + " at row " + std::to_string(r) +
+                   " is not a class in [0, " + std::to_string(cols) + ")";
+        });
     const Tensor xc = logits.contiguous();
     Tensor log_probs = empty(logits.shape(), logits.dtype());
     Tensor loss = dispatch_floating(logits.dtype(), "cross_entropy", [&]<class T>() {

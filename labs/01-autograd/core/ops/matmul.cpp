@@ -95,11 +95,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         const amp::AutocastGuard off(std::nullopt);
         return trace.done({a, b}, cast(matmul(cast(a, *low), cast(b, *low)), DType::Float32));
     }
-    check(a.dim() == 2 && b.dim() == 2, "matmul: both operands must be 2-d, got shapes " +
-                                            shape_str(a.shape()) + " and " + shape_str(b.shape()));
-    check(a.shape()[1] == b.shape()[0],
-          "matmul: inner dimensions differ: " + shape_str(a.shape()) + " x " +
-              shape_str(b.shape()) + " (the columns of the first must equal the rows of the second)");
+    check(a.dim() == 2 && b.dim() == 2, [&] {
+        return "matmul: both operands must be 2-d, got shapes " + shape_str(a.shape()) + " and " + shape_str(b.shape());
+    });
+    check(a.shape()[1] == b.shape()[0], [&] {
+        return "matmul: inner dimensions differ: " + shape_str(a.shape()) + " x " + shape_str(b.shape()) +
+               " (the columns of the first must equal the rows of the second)";
+    });
     check(a.dtype() == b.dtype(), "matmul: operands have different dtypes (" + name_of(a.dtype()) +
                                       " and " + name_of(b.dtype()) + ")");
     check_same_device("matmul", {&a, &b}, {"a", "b"});
