@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include "../unit/data_fixtures.hpp"
 #include "data/transforms.hpp"
@@ -23,6 +24,8 @@ using test::run_within;
 using test::sample_order;
 
 constexpr auto kDeadline = 20s;
+
+std::string workers_text(std::size_t n) { return std::to_string(n) + (n == 1 ? " worker" : " workers"); }
 
 // ---- Task 1: the prefetcher ---------------------------------------------------------------
 
@@ -43,10 +46,10 @@ TEST(Lab06, BatchesArriveInOrderEachSampleOnce) {
             });
             return std::pair{got.has_value(), got.value_or(std::vector<std::size_t>{})};
         });
-        ASSERT_TRUE(order.first) << "with " << workers << (workers == 1 ? " worker" : " workers") << " the epoch did not finish within 20 s: a deadlock "
+        ASSERT_TRUE(order.first) << "with " << workers_text(workers) << " the epoch did not finish within 20 s: a deadlock "
                                     "(a worker waiting for room that nobody frees, or next() waiting for a batch "
                                     "nobody claims)";
-        EXPECT_EQ(order.second, expected) << "with " << workers << (workers == 1 ? " worker" : " workers") << " the loop must see the sampler's order, "
+        EXPECT_EQ(order.second, expected) << "with " << workers_text(workers) << " the loop must see the sampler's order, "
                                              "whatever order the workers finish in (hand out batch next_to_deliver only)";
     }
 }
@@ -127,7 +130,7 @@ TEST(Lab06, ExceptionsReachTheLoopWithTheSampleIndex) {
         });
         for (const char* part : {"epoch 2", "batch 4", "sample 17", "decoder exploded on 17"})
             EXPECT_NE(r.first.find(part), std::string::npos)
-                << "with " << workers << (workers == 1 ? " worker" : " workers") << " the error must contain \"" << part << "\"; it was: " << r.first
+                << "with " << workers_text(workers) << " the error must contain \"" << part << "\"; it was: " << r.first
                 << " (keep the worker's exception in its Result and rethrow it as gl::Error(\"batch B: \" + message))";
         EXPECT_EQ(r.second, 4u) << "batches 0..3 must reach the loop before the failing batch 4";
     }

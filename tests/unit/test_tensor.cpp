@@ -11,6 +11,7 @@
 #include <numeric>
 #include <string>
 
+#include "base/huge_pages.hpp"
 #include "base/rng.hpp"
 #include "ops/ops.hpp"
 #include "tensor/allocator.hpp"
@@ -130,7 +131,7 @@ std::string thp_eligible_at(const void* p) {
     bool inside = false;
     while (std::getline(smaps, line)) {
         std::uintptr_t lo = 0, hi = 0;
-        if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+        if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) == 2) {  // a mapping's first line
             inside = lo <= address && address < hi;
         } else if (inside && line.rfind("THPeligible:", 0) == 0) {
             return line.substr(line.find_last_of(' ') + 1);
@@ -140,7 +141,7 @@ std::string thp_eligible_at(const void* p) {
 }
 
 TEST(Tensor, LargeBlocksStartOnAHugePageAndAskForHugePages) {
-    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    constexpr std::size_t kHuge = kHugePageBytes;
     Allocator& cpu = cpu_allocator();
     void* small = cpu.allocate(1000);
     void* large = cpu.allocate(3 * kHuge + 100);

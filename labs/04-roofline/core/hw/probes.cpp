@@ -11,7 +11,6 @@
 #include "hw/probes.hpp"
 
 #include <immintrin.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/huge_pages.hpp"
 #include "base/rng.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
@@ -398,11 +398,10 @@ StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, in
 double pointer_chase_ns(std::int64_t working_set_bytes, std::int64_t loads) {
     const std::int64_t n = std::max<std::int64_t>(working_set_bytes / 64, 2);
     const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(Line);
-    std::unique_ptr<Line, decltype(&std::free)> lines(static_cast<Line*>(std::aligned_alloc(2 << 20, (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20))), &std::free);
-    check(lines != nullptr, "pointer_chase: out of memory for " + std::to_string(working_set_bytes) + " bytes");
     // Huge pages where the OS allows them, so large working sets measure the caches and
     // DRAM rather than page-table walks.
-    madvise(lines.get(), bytes, MADV_HUGEPAGE);
+    std::unique_ptr<Line, decltype(&std::free)> lines(static_cast<Line*>(allocate_on_huge_pages(bytes)), &std::free);
+    check(lines != nullptr, "pointer_chase: out of memory for " + std::to_string(working_set_bytes) + " bytes");
     // A random cyclic order of the lines (Sattolo's shuffle gives one cycle through all).
     std::vector<std::int64_t> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
