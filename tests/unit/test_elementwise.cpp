@@ -2,6 +2,7 @@
 // double-precision loops, on lengths that are not multiples of a vector or a grain.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ TEST(Elementwise, ExpApproxIsWithinAFewUlpOfExpOverTheWholeRange) {
 TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
     Rng rng(3);
     const int before = get_num_threads();
+    for (auto version : {kernels::SoftmaxVersion::best, kernels::SoftmaxVersion::portable})
     for (int threads : {1, 2})
         for (std::int64_t cols : {1, 10, 15, 16, 17, 31, 100, 1000, 1024})
             for (std::int64_t rows : {1, 3, 70}) {
@@ -34,7 +36,7 @@ TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
                 std::vector<float> x(static_cast<std::size_t>(rows * cols)), y(x.size());
                 for (auto& v : x) v = static_cast<float>(-30.0 + 60.0 * rng.uniform());
                 x[0] = 80.0f;  // a large logit: exp without subtracting the max would overflow
-                kernels::log_softmax_rows(x.data(), y.data(), rows, cols);
+                kernels::log_softmax_rows(x.data(), y.data(), rows, cols, version);
                 for (std::int64_t r = 0; r < rows; ++r) {
                     const float* in = x.data() + r * cols;
                     double m = in[0], total = 0.0;
@@ -48,11 +50,48 @@ TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
                         const double tolerance = 1.2e-7 * (std::abs(in[c] - m) + std::abs(want)) + 2e-6;
                         ASSERT_NEAR(y[static_cast<std::size_t>(r * cols + c)], want, tolerance)
                             << rows << " x " << cols << ", row " << r << ", column " << c << ", " << threads
-                            << " threads";
+                            << " threads, " << (version == kernels::SoftmaxVersion::best ? "best" : "portable")
+                            << " version";
                     }
                 }
             }
     set_num_threads(before);
+}
+
+TEST(Elementwise, LogSoftmaxVersionsAgreeBitForBitDownToTheUnderflow) {
+    // The AVX-512 version (vscalefps) against the portable one's AVX-512 clone: the same n,
+    // r and e^r, and zeros where exp(x - max) leaves the normal range. Rows whose values
+    // sit within 100 of their maximum, stepped finely across e^-87.3 (n = -126 or -127)
+    // and the clamp at -88, and rows holding -inf, -3e38, +inf and NaN.
+    if (!kernels::log_softmax_uses_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F: there is one version";
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "the sanitizer build compiles the portable version once, for baseline x86-64 (no FMA), so it "
+                    "rounds differently from the AVX-512 one; the release build compares the two";
+#endif
+    const std::int64_t cols = 1000, rows = 6;
+    std::vector<float> x(static_cast<std::size_t>(rows * cols));
+    Rng rng(11);
+    for (std::int64_t c = 0; c < cols; ++c) {
+        x[static_cast<std::size_t>(c)] = static_cast<float>(-100.0 * rng.uniform());
+        x[static_cast<std::size_t>(cols + c)] = -86.5f - 2.5f * static_cast<float>(c) / cols;  // across n = -126
+        x[static_cast<std::size_t>(2 * cols + c)] = static_cast<float>(1e4 * rng.uniform());
+    }
+    x[static_cast<std::size_t>(cols)] = 0.0f;  // row 1's maximum: its values run from -86.5 to -89
+    x[static_cast<std::size_t>(3 * cols + 5)] = -INFINITY;
+    x[static_cast<std::size_t>(3 * cols + 6)] = -3e38f;  // n far below -126, r and e^r far out of range
+    x[static_cast<std::size_t>(4 * cols + 7)] = INFINITY;
+    x[static_cast<std::size_t>(5 * cols + 9)] = NAN;
+    std::vector<float> best(x.size()), portable(x.size());
+    kernels::log_softmax_rows(x.data(), best.data(), rows, cols, kernels::SoftmaxVersion::best);
+    kernels::log_softmax_rows(x.data(), portable.data(), rows, cols, kernels::SoftmaxVersion::portable);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const bool both_nan = std::isnan(best[i]) && std::isnan(portable[i]);
+        ASSERT_TRUE(both_nan || std::bit_cast<std::uint32_t>(best[i]) == std::bit_cast<std::uint32_t>(portable[i]))
+            << "row " << i / cols << ", column " << i % cols << ": x = " << x[i] << ", AVX-512 " << best[i]
+            << ", portable " << portable[i];
+    }
+    EXPECT_TRUE(std::isnan(best[static_cast<std::size_t>(5 * cols)])) << "a NaN logit makes its row NaN";
+    EXPECT_EQ(best[static_cast<std::size_t>(3 * cols + 5)], -INFINITY) << "log of probability 0";
 }
 
 TEST(Elementwise, ChannelBiasAndDoubleSumsOnOddLengths) {

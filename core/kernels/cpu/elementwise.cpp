@@ -11,6 +11,15 @@
 #include <type_traits>
 
 #include "parallel/thread_pool.hpp"
+#include "sys/cpu_info.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define GL_X86 1
+#define GL_AVX512 __attribute__((target("avx512f")))
+#else
+#define GL_X86 0
+#endif
 
 // Compiled three times (AVX-512, AVX2, baseline x86-64); the dynamic loader picks
 // the best clone for this CPU once, at start-up.
@@ -31,13 +40,38 @@ constexpr std::int64_t kGrain = 1 << 16;
 using Floats16 = float __attribute__((vector_size(64)));
 using Ints16 = std::int32_t __attribute__((vector_size(64)));
 
+// exp(x) = 2^n e^r with x = n ln2 + r, n = round(x / ln2), r in [-ln2/2, ln2/2]; the three
+// steps below are shared by the portable exp and the AVX-512 one, so both compute the same
+// n, r and e^r. (Always inlined into their callers, so GCC's note about how a 64-byte
+// vector would be passed between functions compiled for different ISAs does not apply;
+// meson.build compiles this file with -Wno-psabi.)
+//
+// n as a float: adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a
+// branch or a rounding instruction.
+template <class T>
+__attribute__((always_inline)) inline T nearest_power_of_two(T x) {
+    return (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+}
+// r = x - n ln2, with ln2 split in two parts so n * ln2_hi is exact.
+template <class T>
+__attribute__((always_inline)) inline T reduced_argument(T x, T fn) {
+    return (x - fn * 0.693145752f) - fn * 1.42860677e-6f;
+}
+// e^r by its Taylor series to r^6 (error < 1e-7 on the reduced range), Horner form.
+template <class T>
+__attribute__((always_inline)) inline T exp_of_reduced(T r) {
+    T p = r * (1.0f / 720) + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    return p * r + 1.0f;
+}
+
 // One exp for a float or for 16 at once (Floats16): the same source either way. The
 // vector form exists because GCC, left to vectorize the scalar one inside a loop,
 // if-converts the clamps into three masked cases (below, inside, above the range) and
 // runs at two thirds of the speed.
-// (Always inlined into its callers, so GCC's note about how a 64-byte vector would be
-// passed between functions compiled for different ISAs does not apply; meson.build
-// compiles this file with -Wno-psabi.)
 template <class T>
 __attribute__((always_inline)) inline T exp_inline(T x) {
     using Int = std::conditional_t<std::is_same_v<T, float>, std::int32_t, Ints16>;
@@ -46,23 +80,12 @@ __attribute__((always_inline)) inline T exp_inline(T x) {
     // extra cost, instead of a wrong tiny number.
     x = x < -88.0f ? T{} - 88.0f : x;
     x = x > 88.0f ? T{} + 88.0f : x;
-    // x = n ln2 + r: n = round(x / ln2), r in [-ln2/2, ln2/2]. Adding and subtracting
-    // 1.5 * 2^23 rounds to the nearest integer without a branch or a rounding instruction.
-    // ln2 is split in two parts so n * ln2_hi is exact.
-    const T fn = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+    const T fn = nearest_power_of_two(x);
     Int n;
     if constexpr (std::is_same_v<T, float>) n = static_cast<std::int32_t>(fn);
     else n = __builtin_convertvector(fn, Ints16);
-    const T r = (x - fn * 0.693145752f) - fn * 1.42860677e-6f;
-    // e^r by its Taylor series to r^6 (error < 1e-7 on the reduced range), Horner form.
-    T p = r * (1.0f / 720) + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
     // 2^n: put n + 127 into the exponent bits of a float.
-    return p * std::bit_cast<T>((n + 127) << 23);
+    return exp_of_reduced(reduced_argument(x, fn)) * std::bit_cast<T>((n + 127) << 23);
 }
 
 GL_VECTOR_CLONES void relu_range(const float* __restrict x, float* __restrict y, std::int64_t n) {
@@ -144,57 +167,108 @@ __attribute__((always_inline)) inline float lanes_sum(Floats16 v) {
     return v[0];
 }
 
-GL_VECTOR_CLONES void log_softmax_range(const float* __restrict x, float* __restrict y, std::int64_t rows,
-                                    std::int64_t cols) {
+// The row log-softmax, y = (x - m) - log(sum(exp(x - m))) with m the row's maximum, in
+// three passes over a row; the first and the third are shared by both versions below.
+//
+// Pass 1, the row's maximum: L running maxima in one vector. Written with GCC's vector
+// type because the compiler will not turn a float max reduction into vector code by itself
+// (it must keep NaN and -0 semantics), and a scalar max costs as much as the whole of
+// pass 2. The last cols - body values come as one more vector, padded with -inf: a padded
+// lane never wins the maximum and its exp is exactly 0. Rows narrower than a vector (10
+// classes) are then one vector, not a scalar loop.
+struct RowMax {
+    float max;
+    Floats16 tail;       // in[body, cols), padded with -inf
+    std::int64_t body;   // cols rounded down to whole vectors
+};
+__attribute__((always_inline)) inline RowMax row_max(const float* __restrict in, std::int64_t cols) {
     constexpr int L = 16;  // one AVX-512 vector of floats
+    RowMax row{0.0f, {}, cols / L * L};
+    Floats16 running;
+    for (int l = 0; l < L; ++l) running[l] = in[0];
+    for (std::int64_t c = 0; c < row.body; c += L) {
+        Floats16 v;
+        std::memcpy(&v, in + c, sizeof v);
+        running = v > running ? v : running;
+    }
+    for (int l = 0; l < L; ++l) row.tail[l] = row.body + l < cols ? in[row.body + l] : -INFINITY;
+    running = row.tail > running ? row.tail : running;
+    row.max = std::max(in[0], lanes_max(running));
+    return row;
+}
+// Pass 2 is arithmetic, not memory traffic, so it also asks for the input row after next,
+// a cache line per step: the memory system then works while the core computes, instead of
+// the two taking turns row by row. Not the output row: asking for it as well, with write
+// intent, made the kernel slower (rows of 1024 from memory on Zen 4, 2 threads, portable
+// exp: 87-89% of a loop with the same traffic, against 91-94% without).
+__attribute__((always_inline)) inline void prefetch_input_row_after_next(const float* in, std::int64_t cols,
+                                                                         std::int64_t c) {
+    __builtin_prefetch(in + 2 * cols + c);
+}
+// Pass 3: log(exp(x - m) / total) = (x - m) - log(total). Subtracting m first keeps the
+// result exact for huge logits: m + log(total) as one float would round at the logits'
+// scale (an error of 3e-5 at 1000).
+__attribute__((always_inline)) inline void write_log_probabilities(const float* __restrict in, float* __restrict out,
+                                                                   std::int64_t cols, float m, float total) {
+    const float log_total = std::log(total);
+    for (std::int64_t c = 0; c < cols; ++c) out[c] = (in[c] - m) - log_total;
+}
+
+// The three passes over each row, with @p Exp the exponential of pass 2 (x - m <= 0 in
+// every lane that is not NaN). Each version below instantiates it inside its own
+// function, compiled for its own instruction set.
+template <Floats16 (*Exp)(Floats16)>
+__attribute__((always_inline)) inline void log_softmax_rows_with(const float* __restrict x, float* __restrict y,
+                                                                 std::int64_t rows, std::int64_t cols) {
     for (std::int64_t r = 0; r < rows; ++r) {
         const float* in = x + r * cols;
         float* out = y + r * cols;
-        const std::int64_t body = cols / L * L;
-        // Pass 1, the row's maximum: L running maxima in one vector. Written with GCC's
-        // vector type because the compiler will not turn a float max reduction into
-        // vector code by itself (it must keep NaN and -0 semantics), and a scalar max
-        // costs as much as the whole of pass 2.
-        Floats16 running;
-        for (int l = 0; l < L; ++l) running[l] = in[0];
-        for (std::int64_t c = 0; c < body; c += L) {
-            Floats16 v;
-            std::memcpy(&v, in + c, sizeof v);
-            running = v > running ? v : running;
-        }
-        // The last cols - body values as one more vector, padded with -inf: a padded lane
-        // never wins the maximum and its exp below is exactly 0. Rows narrower than a
-        // vector (10 classes) are then one vector, not a scalar loop.
-        Floats16 tail;
-        for (int l = 0; l < L; ++l) tail[l] = body + l < cols ? in[body + l] : -INFINITY;
-        running = tail > running ? tail : running;
-        const float m = std::max(in[0], lanes_max(running));
-        // Pass 2: sum e = exp(x - max), 16 at a time; the row came into L1 in pass 1.
-        // This pass is arithmetic, not memory
-        // traffic, so it also asks for the row after next, a cache line per step: the
-        // memory system then works while the core computes, instead of the two taking
-        // turns row by row (one row ahead measured 74-89% of STREAM on Zen 4, two rows
-        // 80-103%).
+        const RowMax row = row_max(in, cols);
+        // Pass 2: sum exp(x - m), 16 at a time; the row came into L1 in pass 1.
         Floats16 sums{};
         const bool next_row = r + 2 < rows;
-        for (std::int64_t c = 0; c < body; c += L) {
-            if (next_row) {
-                __builtin_prefetch(in + 2 * cols + c);
-                __builtin_prefetch(out + 2 * cols + c, 1);
-            }
+        for (std::int64_t c = 0; c < row.body; c += 16) {
+            if (next_row) prefetch_input_row_after_next(in, cols, c);
             Floats16 v;
             std::memcpy(&v, in + c, sizeof v);
-            sums += exp_inline(v - m);
+            sums += Exp(v - row.max);
         }
-        sums += exp_inline(tail - m);
-        const float total = lanes_sum(sums);
-        // Pass 3: log(exp(x - m) / total) = (x - m) - log(total). Subtracting m first
-        // keeps the result exact for huge logits: m + log(total) as one float would round
-        // at the logits' scale (an error of 3e-5 at 1000).
-        const float log_total = std::log(total);
-        for (std::int64_t c = 0; c < cols; ++c) out[c] = (in[c] - m) - log_total;
+        sums += Exp(row.tail - row.max);
+        write_log_probabilities(in, out, cols, row.max, lanes_sum(sums));
     }
 }
+
+// Version 1, portable: exp_inline.
+GL_VECTOR_CLONES void log_softmax_range(const float* __restrict x, float* __restrict y, std::int64_t rows,
+                                        std::int64_t cols) {
+    log_softmax_rows_with<exp_inline<Floats16>>(x, y, rows, cols);
+}
+
+#if GL_X86
+// Version 2, AVX-512: one idea, vscalefps. Pass 2 is compute-bound (on Zen 4 the portable
+// version ran at 43-50 GB/s with its rows in L2, below what memory gives), and a third of
+// exp_inline's instructions only build 2^n: two clamps (a compare and a blend each), the
+// conversion of n to an integer, the shift and add into the exponent bits, the multiply.
+// vscalefps computes p * 2^n from n as a float in one instruction, and its zero-masked form
+// gives the zeros the clamp gave: lanes whose n is below -126 (x - m under about -87.3),
+// -inf among them, come out exactly 0, as exp_inline's n = -127 does. The upper clamp is
+// not needed because x - m <= 0. Every other lane computes the same n, r and e^r as
+// exp_inline, and p * 2^n is one rounding either way: the two versions agree bit for bit.
+// (Not always_inline: GCC refuses to force an AVX-512 function into the shared template,
+// which has no target of its own; flatten on the caller below inlines it there.)
+GL_AVX512 inline Floats16 exp_of_nonpositive(Floats16 t) {
+    const Floats16 fn = nearest_power_of_two(t);
+    // "Not less than", unordered included: a NaN lane keeps its NaN, as in exp_inline.
+    const __mmask16 normal = _mm512_cmp_ps_mask(__m512(fn), _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
+    const Floats16 p = exp_of_reduced(reduced_argument(t, fn));
+    return Floats16(_mm512_maskz_scalef_ps(normal, __m512(p), __m512(fn)));
+}
+
+GL_AVX512 __attribute__((flatten)) void log_softmax_range_avx512(const float* __restrict x, float* __restrict y,
+                                                                 std::int64_t rows, std::int64_t cols) {
+    log_softmax_rows_with<exp_of_nonpositive>(x, y, rows, cols);
+}
+#endif
 
 }  // namespace
 
@@ -245,11 +319,17 @@ void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, con
     });
 }
 
-void log_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+void log_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, SoftmaxVersion version) {
+    [[maybe_unused]] const bool avx512 = version == SoftmaxVersion::best && log_softmax_uses_avx512();
     const std::int64_t grain_rows = std::max<std::int64_t>(kGrain / std::max<std::int64_t>(cols, 1), 1);
     parallel_for(rows, grain_rows, [&](std::int64_t lo, std::int64_t hi) {
+#if GL_X86
+        if (avx512) return log_softmax_range_avx512(x + lo * cols, y + lo * cols, hi - lo, cols);
+#endif
         log_softmax_range(x + lo * cols, y + lo * cols, hi - lo, cols);
     });
 }
+
+bool log_softmax_uses_avx512() { return GL_X86 && sys::cpu_info().features.avx512f; }
 
 }  // namespace gl::kernels

@@ -49,9 +49,23 @@ struct AdamStep {
 /// p -= step_size * m / (sqrt(v) * inv_sqrt_c2 + eps).
 void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s);
 
+/// The versions of log_softmax_rows. On a CPU with AVX-512 F both give bit-identical
+/// results, the portable one running its AVX-512 clone (release builds; the sanitizer
+/// build compiles it for baseline x86-64 only, which rounds without FMA).
+enum class SoftmaxVersion {
+    best,      ///< the AVX-512 version where the CPU has AVX-512 F, else the portable one
+    portable,  ///< plain C++ vector code: exp from a polynomial and the exponent bits
+};
+
 /// Row-wise log-softmax of a [rows, cols] array: y = (x - max) - log(sum(exp(x - max))),
-/// the forward of the training loss (ops/loss.cpp: log_softmax, cross_entropy).
-void log_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols);
+/// the forward of the training loss (ops/loss.cpp: log_softmax, cross_entropy). The
+/// AVX-512 version builds each 2^n of the exponentials with one vscalefps instead of five
+/// instructions, which matters because the sum of exponentials is compute-bound.
+void log_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols,
+                      SoftmaxVersion version = SoftmaxVersion::best);
+
+/// Whether log_softmax_rows runs its AVX-512 version on this CPU (SoftmaxVersion::best).
+bool log_softmax_uses_avx512();
 
 /// exp(x) to about 2 ulp for x in float range, written so that loops over it vectorize
 /// (range reduction to 2^n * e^r, |r| <= ln2/2, and a degree-6 polynomial for e^r).

@@ -1,0 +1,77 @@
+// The row log-softmax's two versions side by side (kernels/cpu/elementwise.hpp): the
+// portable one and the AVX-512 one (vscalefps builds 2^n), on rows that sit in L2 (the
+// kernel's compute ceiling) and on rows streamed from memory (what MEM-1 measures), each
+// beside the STREAM-like loop with the same traffic (read x, write y) on the same
+// threads. bytes_per_second counts what STREAM would count (8 bytes an element); compare
+// versions and loops within one run.
+//
+// Run: build/bench/bench_softmax --benchmark_out=softmax.json --benchmark_out_format=json
+// Threads: GRADLAB_THREADS (default 2).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/cpu/elementwise.hpp"
+#include "parallel/thread_pool.hpp"
+
+namespace {
+
+using gl::kernels::SoftmaxVersion;
+
+constexpr std::int64_t kCols = 1024;                  // 4 KiB rows
+constexpr std::int64_t kRowsInL2 = 64;                // 256 KiB in and out a thread
+constexpr std::int64_t kRowsFromMemory = 64 * 1024;   // 256 MiB in and out, far beyond L3
+
+std::vector<float> logits(std::int64_t n) {
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.1f;
+    return x;
+}
+
+std::int64_t rows_for(std::int64_t where) { return where == 0 ? kRowsInL2 * gl::get_num_threads() : kRowsFromMemory; }
+
+// Args: {version (0 portable, 1 best), where (0 L2, 1 memory)}.
+void BM_LogSoftmax(benchmark::State& state) {
+    const auto version = state.range(0) == 0 ? SoftmaxVersion::portable : SoftmaxVersion::best;
+    const std::int64_t rows = rows_for(state.range(1));
+    const auto x = logits(rows * kCols);
+    std::vector<float> y(x.size());
+    for (auto _ : state) {
+        gl::kernels::log_softmax_rows(x.data(), y.data(), rows, kCols, version);
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * rows * kCols * 8);
+    state.SetLabel(version == SoftmaxVersion::portable     ? "portable"
+                   : gl::kernels::log_softmax_uses_avx512() ? "avx512"
+                                                            : "portable (no AVX-512 here)");
+}
+BENCHMARK(BM_LogSoftmax)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"version", "memory"})->UseRealTime();
+
+// y = x + 1 over the same arrays and threads: the same traffic without the arithmetic.
+void BM_SameTrafficLoop(benchmark::State& state) {
+    const std::int64_t n = rows_for(state.range(0)) * kCols;
+    const auto x = logits(n);
+    std::vector<float> y(x.size());
+    for (auto _ : state) {
+        gl::parallel_for(n, 1 << 16, [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t i = lo; i < hi; ++i) y[static_cast<std::size_t>(i)] = x[static_cast<std::size_t>(i)] + 1.0f;
+        });
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * n * 8);
+}
+BENCHMARK(BM_SameTrafficLoop)->Arg(0)->Arg(1)->ArgNames({"memory"})->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const char* threads = std::getenv("GRADLAB_THREADS");
+    gl::set_num_threads(threads != nullptr ? std::max(1, std::atoi(threads)) : 2);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
