@@ -85,12 +85,13 @@ struct Mem1Measured {
     double gemm_gflops = 0.0;
     double gemm_flops_per_byte = 0.0;
 };
-/// Reproduced when every element-wise kernel is memory-bound by the roofline (left of the
-/// triad's ridge point), reaches >= 70% of its same-traffic STREAM loop and <= 20% of
-/// peak, and GEMM is compute-bound at >= 50% of peak; suspect when a kernel beats its
-/// same-traffic STREAM loop by more than 10%, or GEMM the peak by more than the noise. (A kernel is held
-/// to the loop with its own traffic, not to the triad: how many bytes per second memory
-/// moves depends on the mix of reads and writes, see Lab 04's README.)
+/// Reproduced when every element-wise kernel is far below peak by the roofline (its
+/// flops per byte at most half the triad's ridge point, so at the bandwidth roof it could
+/// use at most half the peak) and reaches >= 70% of its same-traffic STREAM loop, and GEMM
+/// is compute-bound at >= 50% of peak; suspect when a kernel beats its same-traffic
+/// STREAM loop by more than 10%, or GEMM the peak by more than the noise. (A kernel is
+/// held to the loop with its own traffic, not to the triad: how many bytes per second
+/// memory moves depends on the mix of reads and writes, see Lab 04's README.)
 Judgement judge_mem1(const Mem1Measured& m);
 
 // ---- MEM-3 -------------------------------------------------------------------------------

@@ -118,6 +118,19 @@ TEST(ClaimsMem1, NotReproducedWhenAKernelFallsFarBelowBandwidthOrGemmBelowPeak) 
     m = mem1_good();
     m.elementwise[1].flops_per_byte = 12.0;  // right of the ridge: not memory-bound
     EXPECT_EQ(judge_mem1(m).verdict, Verdict::NotReproduced);
+    m = mem1_good();
+    m.elementwise[1].flops_per_byte = 6.0;  // left of the ridge (10), but not by half
+    EXPECT_EQ(judge_mem1(m).verdict, Verdict::NotReproduced);
+}
+
+TEST(ClaimsMem1, AKernelAtItsBandwidthRoofIsNotFailedForTheShareOfPeakItReaches) {
+    // A log-softmax-like kernel, 2.5 flop/byte (a quarter of the ridge), at its twin's
+    // bandwidth: 50 GFLOP/s, 25% of peak. That is where the roofline puts it.
+    Mem1Measured m = mem1_good();
+    m.elementwise.push_back({"log-softmax", 20.0, 2.5, 0.98});
+    const Judgement j = judge_mem1(m);
+    EXPECT_EQ(j.verdict, Verdict::Reproduced) << j.why;
+    EXPECT_NE(j.why.find("25.0% of peak"), std::string::npos) << j.why;
 }
 
 TEST(ClaimsMem1, FasterThanItsSameTrafficLoopOrAbovePeakIsSuspect) {
