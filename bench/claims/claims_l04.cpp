@@ -33,12 +33,14 @@ using testkit::size_str;
 // An element-wise kernel over n floats: its memory traffic (arrays read, updated in place,
 // written), from which the bytes STREAM would count (each array read or written once) and
 // the bytes memory really moves (plus a write-allocate read of each array only written:
-// the line is read into the cache before ordinary stores overwrite it) both follow, and
-// its flops per element.
+// the line is read into the cache before ordinary stores overwrite it) both follow, its
+// flops per element, and which of the four arrays it reads, updates and writes, in that
+// order (its twin, a STREAM loop with the same traffic, runs over the same arrays).
 struct Elementwise {
     std::string name;
     hw::StreamPattern traffic;
     double flops_per_element;
+    std::vector<int> arrays;
     std::function<void(std::vector<std::vector<float>>&, std::int64_t)> run;
     double counted_per_element() const { return 4.0 * traffic.counted(); }
     double moved_per_element() const { return 4.0 * traffic.moved(); }
@@ -47,20 +49,29 @@ struct Elementwise {
 std::vector<Elementwise> elementwise_kernels() {
     using V = std::vector<std::vector<float>>;
     return {
-        {"relu", {1, 0, 1}, 1, [](V& a, std::int64_t n) { kernels::relu(a[0].data(), a[1].data(), n); }},
-        {"add", {2, 0, 1}, 1, [](V& a, std::int64_t n) { kernels::add(a[0].data(), a[1].data(), a[2].data(), n); }},
+        {"relu", {1, 0, 1}, 1, {0, 1}, [](V& a, std::int64_t n) { kernels::relu(a[0].data(), a[1].data(), n); }},
+        {"add", {2, 0, 1}, 1, {0, 1, 2},
+         [](V& a, std::int64_t n) { kernels::add(a[0].data(), a[1].data(), a[2].data(), n); }},
         // In place: y is read anyway, so writing it costs no extra read.
-        {"axpy (SGD)", {1, 1, 0}, 2, [](V& a, std::int64_t n) { kernels::axpy(-1e-3f, a[0].data(), a[1].data(), n); }},
+        {"axpy (SGD)", {1, 1, 0}, 2, {0, 1},
+         [](V& a, std::int64_t n) { kernels::axpy(-1e-3f, a[0].data(), a[1].data(), n); }},
         // Reads g, updates p, m and v.
-        {"adam", {1, 3, 0}, 14,
+        {"adam", {1, 3, 0}, 14, {1, 0, 2, 3},
          [](V& a, std::int64_t n) {
              kernels::adam_step(a[0].data(), a[1].data(), a[2].data(), a[3].data(), n, kernels::AdamStep{1e-3f});
          }},
         // Each 4 KiB row is read three times (max, sum of exponentials, output), the second
         // and third from L1: one read from memory.
-        {"log-softmax rows", {1, 0, 1}, 10,
+        {"log-softmax rows", {1, 0, 1}, 10, {0, 1},
          [](V& a, std::int64_t n) { kernels::log_softmax_rows(a[0].data(), a[1].data(), n / 1024, 1024); }},
     };
+}
+
+// The float pointers of @p which arrays, in that order.
+std::vector<float*> pointers(std::vector<std::vector<float>>& arrays, const std::vector<int>& which) {
+    std::vector<float*> out;
+    for (int k : which) out.push_back(arrays[static_cast<std::size_t>(k)].data());
+    return out;
 }
 
 // The triad's traffic: it counts 3 arrays but, with ordinary stores, moves 4 (a's lines
@@ -82,37 +93,49 @@ Result mem1(const Context& ctx) {
     Result r;
     const int threads = machine_cores();
     const std::int64_t bytes = ctx.quick ? (64 << 20) : (256 << 20);  // per array, far beyond L3
-    const double peak = hw::best_fp32_peak_gflops(threads);
-    // Rounds of (every element-wise kernel, each just after a STREAM triad and a STREAM
-    // loop with its own traffic), and the median of each over the rounds: the memory
-    // bandwidth this machine gives us moves from one second to the next (triad readings of
-    // 45-81 GB/s within one run), so each kernel is compared with the bandwidth measured
-    // beside it, and no single reading decides.
-    const int rounds = ctx.quick ? 3 : 5;
+    // The peak is probed before and after the bandwidth rounds and the higher taken, as
+    // CPU-1 does: a probe that lands in a moment when the host gives us less than our cores
+    // reads low (seen here: 182 instead of 236 GFLOP/s, which put GEMM above "peak").
+    const double peak_before = hw::best_fp32_peak_gflops(threads);
+    // Each kernel's calls alternate with single passes of two STREAM loops over the same
+    // arrays: one with the triad's traffic (read 2, write 1) and its twin, one with the
+    // kernel's own traffic. Each call is compared with the two passes just before it, and
+    // the median of those ratios over the rounds decides. On a virtual machine two loops
+    // with the same traffic over different arrays differ by up to 20% (where the host put
+    // their pages), and a shared machine's bandwidth moves from one second to the next
+    // (45-81 GB/s within one run): readings seconds apart or on other arrays compared a
+    // kernel with a different machine, and the verdict changed from run to run. The
+    // STREAM triad itself (hw::stream_triad, the roofline's bandwidth) is measured apart.
+    const int rounds = ctx.quick ? 5 : 15;
     const auto kernels_list = elementwise_kernels();
     const std::int64_t n = bytes / 4;
     std::vector<std::vector<float>> arrays(4, std::vector<float>(static_cast<std::size_t>(n), 0.5f));
+    const hw::StreamLoop triad_traffic(kTriadTraffic, pointers(arrays, {0, 1, 2}), n, threads);
     std::vector<double> triad_gbs, triad_nt_gbs;
     std::vector<KernelRounds> readings(kernels_list.size());
-    for (int round = 0; round < rounds; ++round) {
-        triad_nt_gbs.push_back(hw::stream_triad_nontemporal(bytes, threads, 3).gbs);
-        for (std::size_t i = 0; i < kernels_list.size(); ++i) {
-            const Elementwise& k = kernels_list[i];
-            // A triad beside every kernel, not one per round: on a busy host the bandwidth
-            // can halve between the first kernel of a round and the last.
-            triad_gbs.push_back(hw::stream_triad(bytes, threads, 3).gbs);
-            const double twin = moved_gbs(hw::stream_pattern(k.traffic, bytes, threads, 3).gbs, k.traffic);
-            const double sec = best_seconds([&] { k.run(arrays, n); }, 3);
+    for (std::size_t i = 0; i < kernels_list.size(); ++i) {
+        const Elementwise& k = kernels_list[i];
+        const hw::StreamLoop twin_loop(k.traffic, pointers(arrays, k.arrays), n, threads);
+        k.run(arrays, n);  // untimed: the kernel's code and any lazy set-up
+        for (int round = 0; round < rounds; ++round) {
+            const double triad = moved_gbs(triad_traffic.pass_gbs(), kTriadTraffic);
+            const double twin = moved_gbs(twin_loop.pass_gbs(), k.traffic);
+            const double sec = testkit::seconds_of([&] { k.run(arrays, n); });
             const double gbs = k.moved_per_element() * static_cast<double>(n) / sec * 1e-9;
             readings[i].gbs.push_back(gbs);
             readings[i].twin_gbs.push_back(twin);
             readings[i].twin_ratio.push_back(gbs / twin);
-            readings[i].triad_ratio.push_back(gbs / moved_gbs(triad_gbs.back(), kTriadTraffic));
+            readings[i].triad_ratio.push_back(gbs / triad);
         }
     }
-    // Kernels are compared with the triad in the bytes both really move (write-allocate
-    // included), and with their twins; the streaming-store triad moves what it counts,
-    // another view of the roof.
+    for (int round = 0; round < (ctx.quick ? 3 : 5); ++round) {
+        triad_gbs.push_back(hw::stream_triad(bytes, threads, 3).gbs);
+        triad_nt_gbs.push_back(hw::stream_triad_nontemporal(bytes, threads, 3).gbs);
+    }
+    const double peak = std::max(peak_before, hw::best_fp32_peak_gflops(threads));
+    // Kernels are compared with the triad's traffic and with their twins in the bytes they
+    // really move (write-allocate included); the streaming-store triad moves what it
+    // counts, another view of the roof.
     const double triad = median(triad_gbs), triad_nt = median(triad_nt_gbs);
     const double triad_moved = moved_gbs(triad, kTriadTraffic);
     const hw::StreamResult copy = hw::stream_copy(bytes, threads);
@@ -130,8 +153,9 @@ Result mem1(const Context& ctx) {
       << fixed(*std::min_element(triad_gbs.begin(), triad_gbs.end()), 1) << "-"
       << fixed(*std::max_element(triad_gbs.begin(), triad_gbs.end()), 1) << " counted), with streaming stores "
       << fixed(triad_nt, 1) << " GB/s, copy " << fixed(copy.gbs, 1) << " GB/s (" << threads << " threads, "
-      << size_str(bytes) << " arrays); element-wise kernels in bytes moved, against the triad and against their "
-      << "twin, a STREAM loop with the same traffic: ";
+      << size_str(bytes) << " arrays); element-wise kernels in bytes moved, each against a loop with the "
+      << "triad's traffic and against its twin, a STREAM loop with its own traffic, both over its arrays and "
+      << "just before each call (median of " << rounds << " rounds): ";
     Mem1Measured measured{peak, triad_moved, {}, 0.0, 0.0};
     for (std::size_t i = 0; i < kernels_list.size(); ++i) {
         const auto& k = kernels_list[i];

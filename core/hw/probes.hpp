@@ -84,6 +84,30 @@ std::vector<StreamPattern> stream_patterns();
 /// pattern @p p should be compared with. Throws for a pattern not in stream_patterns().
 StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, int threads, int passes = 5);
 
+/// stream_pattern's loop for traffic @p p over float arrays the caller owns, for passes
+/// timed one at a time beside a kernel that works on the same arrays. On a virtual
+/// machine two loops with the same traffic over different arrays can differ by 20% (where
+/// the host placed their pages), and a busy host's bandwidth drifts from one second to the
+/// next: a kernel is compared fairly only with a loop over its own memory, run just before
+/// it.
+class StreamLoop {
+public:
+    /// @p arrays: the p.read arrays read, then the p.updated updated in place, then the
+    /// p.written written, each of @p n floats. Throws for a pattern not in
+    /// stream_patterns() or the wrong number of arrays.
+    StreamLoop(const StreamPattern& p, std::vector<float*> arrays, std::int64_t n, int threads);
+    /// Runs one pass and returns its GB/s, counted as STREAM counts them (each array read
+    /// or written once). Overwrites the written arrays and updates the updated ones.
+    double pass_gbs() const;
+
+private:
+    StreamPattern pattern_;
+    std::vector<float*> arrays_;
+    std::int64_t n_;
+    int threads_;
+    void (*pass_)(float* const*, std::int64_t, std::int64_t);
+};
+
 /// STREAM copy (c[i] = a[i]) over arrays of @p array_bytes each: best of @p passes.
 StreamResult stream_copy(std::int64_t array_bytes, int threads, int passes = 5);
 /// The STREAM triad loop on one thread's share [@p lo, @p hi) of the arrays:

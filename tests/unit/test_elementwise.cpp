@@ -166,5 +166,35 @@ TEST(Probes, StreamPatternRunsEveryPatternItListsAndRefusesOthers) {
     }
 }
 
+// The loops over the caller's float arrays (MEM-1 times them beside each kernel call, over
+// the kernel's own arrays): each pattern writes 1 + the sum of what it reads and adds 1e-3
+// of that to what it updates, pass after pass; a pattern without a loop or the wrong number
+// of arrays is refused.
+TEST(Probes, StreamLoopRunsEachPatternOverTheCallersArrays) {
+    const std::int64_t n = 1000;
+    for (const auto& p : hw::stream_patterns()) {
+        const int count = p.read + p.updated + p.written;
+        std::vector<std::vector<float>> arrays(static_cast<std::size_t>(count), std::vector<float>(n, 0.0f));
+        std::vector<float*> pointers;
+        for (int k = 0; k < count; ++k) {
+            std::fill(arrays[static_cast<std::size_t>(k)].begin(), arrays[static_cast<std::size_t>(k)].end(),
+                      k < p.read ? 2.0f : 0.0f);
+            pointers.push_back(arrays[static_cast<std::size_t>(k)].data());
+        }
+        const hw::StreamLoop loop(p, pointers, n, 2);
+        for (int pass = 0; pass < 3; ++pass) EXPECT_GT(loop.pass_gbs(), 0.0) << hw::to_string(p);
+        const float sum = 1.0f + 2.0f * static_cast<float>(p.read);
+        for (int k = p.read; k < count; ++k)
+            for (std::int64_t i : {std::int64_t{0}, n / 2, n - 1}) {
+                const float want = k < p.read + p.updated ? 3 * (1e-3f * sum) : sum;
+                EXPECT_NEAR(arrays[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)], want, 1e-6f)
+                    << hw::to_string(p) << ", array " << k << ", element " << i;
+            }
+    }
+    std::vector<float> x(10);
+    EXPECT_THROW(hw::StreamLoop({3, 3, 3}, {x.data()}, 10, 1), Error);
+    EXPECT_THROW(hw::StreamLoop({1, 0, 1}, {x.data()}, 10, 1), Error) << "one array for read 1, write 1";
+}
+
 }  // namespace
 }  // namespace gl
