@@ -86,7 +86,7 @@ StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, in
 
 /// stream_pattern's loop for traffic @p p over float arrays the caller owns, for passes
 /// timed one at a time beside a kernel that works on the same arrays. On a virtual
-/// machine two loops with the same traffic over different arrays can differ by 20% (where
+/// machine two loops with the same traffic over different arrays differed by up to 11% (where
 /// the host placed their pages), and a busy host's bandwidth drifts from one second to the
 /// next: a kernel is compared fairly only with a loop over its own memory, run just before
 /// it.
