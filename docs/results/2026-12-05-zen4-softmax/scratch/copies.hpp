@@ -1,6 +1,6 @@
 // Standalone copies of the row log-softmax for the scratch programs of this folder: the
 // portable exp (clamps, integer 2^n) and the AVX-512 one (masked vscalefps), and the kernel
-// with and without the output row's prefetch. Built with mk3.sh against a gradlab build.
+// with and without the output row's prefetch. Built with mk.sh against a gradlab build.
 #pragma once
 #include <immintrin.h>
 #include <algorithm>
