@@ -233,7 +233,9 @@ __attribute__((always_inline)) inline void log_softmax_rows_with(const float* __
             std::memcpy(&v, in + c, sizeof v);
             sums += Exp(v - row.max);
         }
-        sums += Exp(row.tail - row.max);
+        // The ragged end. A row of whole vectors has none: its tail is all -inf, whose exps
+        // add exact zeros, so skipping it changes no bit (1.5% of a row of 1024).
+        if (row.body < cols) sums += Exp(row.tail - row.max);
         write_log_probabilities(in, out, cols, row.max, lanes_sum(sums));
     }
 }
