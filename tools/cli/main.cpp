@@ -162,7 +162,7 @@ private:
 
 void print_epoch(const gl::training::EpochReport& e, int epochs, bool mixed_precision = false,
                  bool on_device = false) {
-    fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.2f} s  {:.0f} samples/s",
+    fmt::print("epoch {}/{}  train loss {:.4f} acc {:.4f}  test loss {:.4f} acc {:.4f}  {:.3f} s  {:.0f} samples/s",
                e.epoch, epochs, e.train_loss, e.train_accuracy, e.test.loss, e.test.accuracy, e.seconds,
                e.samples_per_second);
     if (mixed_precision) fmt::print("  loss scale {:g}, {} steps skipped", e.loss_scale, e.skipped_steps);

@@ -127,7 +127,7 @@ def main() -> int:
         row = {"name": name, "best_seconds": min(times), "median_seconds": statistics.median(times),
                "ratio_to_ours": statistics.median(times) / ours, "test_accuracy": runs[-1]["test_accuracy"]}
         rows.append(row)
-        print(f"{name:38} {row['best_seconds']:8.2f} {row['median_seconds']:9.2f} "
+        print(f"{name:38} {row['best_seconds']:8.3f} {row['median_seconds']:9.3f} "
               f"{row['ratio_to_ours']:7.2f} {row['test_accuracy']:9.4f}")
     core = chosen_core()
     if python:

@@ -160,7 +160,7 @@ def main() -> int:
                           for i in range(0, test_x.shape[0], 1000))
             accuracy = correct / test_x.shape[0]
         epochs.append({"epoch": epoch, "seconds": seconds, "test_accuracy": accuracy})
-        print(f"epoch {epoch}/{args.epochs}  test acc {accuracy:.4f}  {seconds:.2f} s", flush=True)
+        print(f"epoch {epoch}/{args.epochs}  test acc {accuracy:.4f}  {seconds:.3f} s", flush=True)
 
     result = {
         "peer": "pytorch",
