@@ -97,16 +97,17 @@ Result mem1(const Context& ctx) {
     // CPU-1 does: a probe that lands in a moment when the host gives us less than our cores
     // reads low (seen here: 182 instead of 236 GFLOP/s, which put GEMM above "peak").
     const double peak_before = hw::best_fp32_peak_gflops(threads);
-    // Each kernel's calls alternate with single passes of two STREAM loops over the
-    // kernel's own arrays: one with the triad's traffic (read 2, write 1), and its twin, a
-    // loop with the kernel's own traffic. Each call is compared with the two passes just
+    // Each kernel's calls alternate with single passes of two STREAM loops: its twin, a
+    // loop with the kernel's own traffic over the kernel's own arrays, and one with the
+    // triad's traffic (read 2, write 1) over arrays 0-2, which are the kernel's too except
+    // for a two-array kernel's third. Each call is compared with the two passes just
     // before it, and the median of those ratios over the rounds decides. On a virtual
-    // machine two loops with the same traffic over different arrays differed by up to 11% here
-    // (where the host put their pages), and a shared machine's bandwidth moves from one
-    // second to the next (45-81 GB/s within one run): readings seconds apart or on other
-    // arrays compared a kernel with a different machine, and the verdict changed from run
-    // to run. The STREAM triad itself (hw::stream_triad, the roofline's bandwidth) is
-    // measured apart.
+    // machine two loops with the same traffic over different arrays differed by up to 11%
+    // here (where the host put their pages), and a shared machine's bandwidth moves from
+    // one second to the next (45-81 GB/s within one run): readings seconds apart or on
+    // other arrays compared a kernel with a different machine, and the verdict changed
+    // from run to run. The STREAM triad itself (hw::stream_triad, the roofline's
+    // bandwidth) is measured apart.
     const int rounds = ctx.quick ? 5 : 15;
     const auto kernels_list = elementwise_kernels();
     const std::int64_t n = bytes / 4;

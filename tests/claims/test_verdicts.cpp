@@ -121,6 +121,8 @@ TEST(ClaimsMem1, NotReproducedWhenAKernelFallsFarBelowBandwidthOrGemmBelowPeak) 
     m = mem1_good();
     m.elementwise[1].flops_per_byte = 6.0;  // left of the ridge (10), but not by half
     EXPECT_EQ(judge_mem1(m).verdict, Verdict::NotReproduced);
+    m.elementwise[1].flops_per_byte = 5.0;  // exactly half the ridge: still far enough
+    EXPECT_EQ(judge_mem1(m).verdict, Verdict::Reproduced);
 }
 
 TEST(ClaimsMem1, AKernelAtItsBandwidthRoofIsNotFailedForTheShareOfPeakItReaches) {

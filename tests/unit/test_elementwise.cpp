@@ -61,12 +61,12 @@ TEST(Elementwise, LogSoftmaxRowsMatchesADoubleReferenceOnOddShapes) {
 TEST(Elementwise, LogSoftmaxVersionsAgreeBitForBitDownToTheUnderflow) {
     // The AVX-512 version (vscalefps) against the portable one's AVX-512 clone: the same n,
     // r and e^r, and zeros where exp(x - max) leaves the normal range. Rows whose values
-    // sit within 100 of their maximum, stepped finely across e^-87.3 (n = -126 or -127)
-    // and the clamp at -88, and rows holding -inf, -3e38, +inf and NaN.
+    // sit within 100 of their maximum, stepped finely across -87.68 (where n goes from -126
+    // to -127) and the clamp at -88, and rows holding -inf, -3e38, +inf and NaN.
     if (!kernels::log_softmax_uses_avx512()) GTEST_SKIP() << "this CPU has no AVX-512 F: there is one version";
 #if defined(__SANITIZE_ADDRESS__)
-    GTEST_SKIP() << "the sanitizer build compiles the portable version once, for baseline x86-64 (no FMA), so it "
-                    "rounds differently from the AVX-512 one; the release build compares the two";
+    GTEST_SKIP() << "the sanitizer build compiles the portable version once, for baseline x86-64 (no FMA), so the "
+                    "two versions need not round alike there; the release build compares them";
 #endif
     const std::int64_t cols = 1000, rows = 6;
     std::vector<float> x(static_cast<std::size_t>(rows * cols));

@@ -46,10 +46,10 @@ using Ints16 = std::int32_t __attribute__((vector_size(64)));
 // vector would be passed between functions compiled for different ISAs does not apply;
 // meson.build compiles this file with -Wno-psabi.)
 //
-// n as a float: adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a
-// branch or a rounding instruction.
+// n = round(x / ln2) as a float: adding and subtracting 1.5 * 2^23 rounds to the nearest
+// integer without a branch or a rounding instruction.
 template <class T>
-__attribute__((always_inline)) inline T nearest_power_of_two(T x) {
+__attribute__((always_inline)) inline T nearest_exponent(T x) {
     return (x * 1.44269504f + 12582912.0f) - 12582912.0f;
 }
 // r = x - n ln2, with ln2 split in two parts so n * ln2_hi is exact.
@@ -57,7 +57,8 @@ template <class T>
 __attribute__((always_inline)) inline T reduced_argument(T x, T fn) {
     return (x - fn * 0.693145752f) - fn * 1.42860677e-6f;
 }
-// e^r by its Taylor series to r^6 (error < 1e-7 on the reduced range), Horner form.
+// e^r by its Taylor series to r^6 (relative error below 2e-7 on the reduced range),
+// Horner form.
 template <class T>
 __attribute__((always_inline)) inline T exp_of_reduced(T r) {
     T p = r * (1.0f / 720) + 1.0f / 120;
@@ -80,7 +81,9 @@ __attribute__((always_inline)) inline T exp_inline(T x) {
     // extra cost, instead of a wrong tiny number.
     x = x < -88.0f ? T{} - 88.0f : x;
     x = x > 88.0f ? T{} + 88.0f : x;
-    const T fn = nearest_power_of_two(x);
+    const T fn = nearest_exponent(x);
+    // (A NaN x makes r and the polynomial NaN, so the result is NaN whatever the
+    // conversion makes of a NaN n: x86 gives INT_MIN.)
     Int n;
     if constexpr (std::is_same_v<T, float>) n = static_cast<std::int32_t>(fn);
     else n = __builtin_convertvector(fn, Ints16);
@@ -252,14 +255,14 @@ GL_VECTOR_CLONES void log_softmax_range(const float* __restrict x, float* __rest
 // exp_inline's instructions only build 2^n: two clamps (a compare and a blend each), the
 // conversion of n to an integer, the shift and add into the exponent bits, the multiply.
 // vscalefps computes p * 2^n from n as a float in one instruction, and its zero-masked form
-// gives the zeros the clamp gave: lanes whose n is below -126 (x - m under about -87.3),
-// -inf among them, come out exactly 0, as exp_inline's n = -127 does. The upper clamp is
-// not needed because x - m <= 0. Every other lane computes the same n, r and e^r as
+// (one compare builds the mask) gives the zeros the clamp gave: lanes whose n is below -126
+// (x - m under -126.5 ln2, about -87.68), -inf among them, come out exactly 0, as
+// exp_inline's n = -127 does. The upper clamp is not needed because x - m <= 0. Every other lane computes the same n, r and e^r as
 // exp_inline, and p * 2^n is one rounding either way: the two versions agree bit for bit.
 // (Not always_inline: GCC refuses to force an AVX-512 function into the shared template,
 // which has no target of its own; flatten on the caller below inlines it there.)
 GL_AVX512 inline Floats16 exp_of_nonpositive(Floats16 t) {
-    const Floats16 fn = nearest_power_of_two(t);
+    const Floats16 fn = nearest_exponent(t);
     // "Not less than", unordered included: a NaN lane keeps its NaN, as in exp_inline.
     const __mmask16 normal = _mm512_cmp_ps_mask(__m512(fn), _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
     const Floats16 p = exp_of_reduced(reduced_argument(t, fn));

@@ -50,8 +50,8 @@ struct AdamStep {
 void adam_step(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s);
 
 /// The versions of log_softmax_rows. On a CPU with AVX-512 F both give bit-identical
-/// results, the portable one running its AVX-512 clone (release builds; the sanitizer
-/// build compiles it for baseline x86-64 only, which rounds without FMA).
+/// results, the portable one running its AVX-512 clone (in every build but the address
+/// sanitizer's, which compiles it for baseline x86-64 only, without FMA).
 enum class SoftmaxVersion {
     best,      ///< the AVX-512 version where the CPU has AVX-512 F, else the portable one
     portable,  ///< plain C++ vector code: exp from a polynomial and the exponent bits
@@ -59,8 +59,9 @@ enum class SoftmaxVersion {
 
 /// Row-wise log-softmax of a [rows, cols] array: y = (x - max) - log(sum(exp(x - max))),
 /// the forward of the training loss (ops/loss.cpp: log_softmax, cross_entropy). The
-/// AVX-512 version builds each 2^n of the exponentials with one vscalefps instead of five
-/// instructions, which matters because the sum of exponentials is compute-bound.
+/// AVX-512 version builds each 2^n of the exponentials with a compare and one masked
+/// vscalefps instead of two clamps, a conversion, a shift, an add and a multiply, which
+/// matters because the sum of exponentials is compute-bound.
 void log_softmax_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols,
                       SoftmaxVersion version = SoftmaxVersion::best);
 
