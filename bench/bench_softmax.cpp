@@ -45,7 +45,7 @@ void BM_LogSoftmax(benchmark::State& state) {
     const gl::hw::StreamLoop twin({1, 0, 1}, {x.data(), y.data()}, n, gl::get_num_threads());
     double kernel_seconds = 0.0, twin_seconds = 0.0;
     for (auto _ : state) {
-        twin_seconds += static_cast<double>(n) * 8 / (twin.pass_gbs() * 1e9);  // reads x, rewrites y
+        twin_seconds += twin.counted_bytes() / (twin.pass_gbs() * 1e9);  // reads x, rewrites y
         const auto start = std::chrono::steady_clock::now();
         gl::kernels::log_softmax_rows(x.data(), y.data(), rows, kCols, version);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -328,36 +328,31 @@ namespace {
 // one loop, so memory sees R + U + W concurrent streams, as it does under a fused
 // element-wise kernel. (A first version walked the arrays in turn, 512 elements of each at
 // a time, so memory served one stream at a time: it measured 40% slower here.)
-template <class T, int R, int U, int W>
-GL_STREAM_CLONES void pattern_pass(T* const* arrays, std::int64_t lo, std::int64_t hi) {
+template <int R, int U, int W>
+GL_STREAM_CLONES void pattern_pass(float* const* arrays, std::int64_t lo, std::int64_t hi) {
     for (std::int64_t i = lo; i < hi; ++i) {
-        T sum = 1;
+        float sum = 1.0f;
         for (int k = 0; k < R; ++k) sum += arrays[k][i];
-        for (int k = 0; k < U; ++k) arrays[R + k][i] += T(1e-3) * sum;
+        for (int k = 0; k < U; ++k) arrays[R + k][i] += 1e-3f * sum;
         for (int k = 0; k < W; ++k) arrays[R + U + k][i] = sum;
     }
 }
 
-// Each pattern's loop over doubles (stream_pattern's own arrays) and over floats (the
-// caller's arrays, StreamLoop).
+using PatternPass = void (*)(float* const*, std::int64_t, std::int64_t);
+
 struct PatternLoop {
     StreamPattern pattern;
-    void (*pass)(double* const*, std::int64_t, std::int64_t);
-    void (*pass_float)(float* const*, std::int64_t, std::int64_t);
+    PatternPass pass;
 };
 
 // The loops, one instantiation per pattern: with the counts known at compile time the
 // compiler unrolls the array loops and vectorizes over i.
-template <int R, int U, int W>
-PatternLoop loop_for() {
-    return {{R, U, W}, pattern_pass<double, R, U, W>, pattern_pass<float, R, U, W>};
-}
 const std::vector<PatternLoop>& pattern_loops() {
     static const std::vector<PatternLoop> loops = {
-        loop_for<1, 0, 1>(),  // copy, relu, log-softmax rows
-        loop_for<2, 0, 1>(),  // add (the triad's traffic)
-        loop_for<1, 1, 0>(),  // axpy
-        loop_for<1, 3, 0>(),  // Adam
+        {{1, 0, 1}, pattern_pass<1, 0, 1>},  // copy, relu, log-softmax rows
+        {{2, 0, 1}, pattern_pass<2, 0, 1>},  // add (the triad's traffic)
+        {{1, 1, 0}, pattern_pass<1, 1, 0>},  // axpy
+        {{1, 3, 0}, pattern_pass<1, 3, 0>},  // Adam
     };
     return loops;
 }
@@ -365,7 +360,7 @@ const std::vector<PatternLoop>& pattern_loops() {
 const PatternLoop& pattern_loop(const StreamPattern& p) {
     const auto& loops = pattern_loops();
     const auto it = std::find_if(loops.begin(), loops.end(), [&](const PatternLoop& l) { return l.pattern == p; });
-    check(it != loops.end(), "stream_pattern: no loop for the pattern (" + to_string(p) +
+    check(it != loops.end(), "StreamLoop: no loop for the pattern (" + to_string(p) +
                                  "); add its instantiation to pattern_loops() in core/hw/probes.cpp");
     return *it;
 }
@@ -389,42 +384,22 @@ std::vector<StreamPattern> stream_patterns() {
     return out;
 }
 
-StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, int threads, int passes) {
-    const PatternLoop& loop = pattern_loop(p);
-    threads = std::min(threads, get_num_threads());
-    // Read arrays hold 1, updated ones 0: each element of a written array becomes 1 + R.
-    std::vector<double> values(static_cast<std::size_t>(p.read), 1.0);
-    values.resize(static_cast<std::size_t>(p.read + p.updated + p.written), 0.0);
-    const Arrays s = make_arrays(array_bytes, threads, values);
-    const std::vector<double*> arrays = s.pointers();
-    StreamResult r{"pattern (" + to_string(p) + ")", p.counted() * s.n * 8, threads, 0.0};
-    r.gbs = best_gbs(s, threads, passes, static_cast<double>(r.bytes),
-                     [&](std::int64_t lo, std::int64_t hi) { loop.pass(arrays.data(), lo, hi); });
-    // After `passes` passes a written element is 1 + R, an updated one passes x 1e-3 x (1 + R).
-    const double written = 1.0 + p.read, updated = passes * 1e-3 * written;
-    auto holds = [&](int k, double want) {
-        const double* a = s[static_cast<std::size_t>(k)];
-        return std::abs(a[0] - want) <= 1e-12 && std::abs(a[s.n - 1] - want) <= 1e-12;
-    };
-    for (int k = p.read; k < p.read + p.updated; ++k)
-        check(holds(k, updated), "stream_pattern: the kernel updated an array wrongly");
-    for (int k = p.read + p.updated; k < p.read + p.updated + p.written; ++k)
-        check(holds(k, written), "stream_pattern: the kernel wrote a wrong result");
-    return r;
-}
-
 StreamLoop::StreamLoop(const StreamPattern& p, std::vector<float*> arrays, std::int64_t n, int threads)
     : pattern_(p), arrays_(std::move(arrays)), n_(n), threads_(std::min(threads, get_num_threads())),
-      pass_(pattern_loop(p).pass_float) {
+      pass_(pattern_loop(p).pass) {
     check(static_cast<int>(arrays_.size()) == p.read + p.updated + p.written,
           "StreamLoop: the pattern (" + to_string(p) + ") needs " + std::to_string(p.read + p.updated + p.written) +
               " arrays, not " + std::to_string(arrays_.size()));
     check(n_ >= 1 && threads_ >= 1, "StreamLoop: needs at least one element and one thread");
 }
 
+double StreamLoop::counted_bytes() const {
+    return static_cast<double>(pattern_.counted()) * static_cast<double>(n_) * sizeof(float);
+}
+
 double StreamLoop::pass_gbs() const {
-    const double bytes = static_cast<double>(pattern_.counted()) * static_cast<double>(n_) * sizeof(float);
-    return hw::pass_gbs(n_, threads_, bytes, [&](std::int64_t lo, std::int64_t hi) { pass_(arrays_.data(), lo, hi); });
+    return hw::pass_gbs(n_, threads_, counted_bytes(),
+                        [&](std::int64_t lo, std::int64_t hi) { pass_(arrays_.data(), lo, hi); });
 }
 
 double pointer_chase_ns(std::int64_t working_set_bytes, std::int64_t loads) {

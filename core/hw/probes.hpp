@@ -73,23 +73,18 @@ struct StreamPattern {
 /// "read r, update u, write w", leaving out the zero counts ("read 1, write 1").
 std::string to_string(const StreamPattern& p);
 
-/// The patterns stream_pattern() has a loop for (those of the element-wise kernels).
+/// The patterns StreamLoop has a loop for (those of the element-wise kernels).
 std::vector<StreamPattern> stream_patterns();
 
-/// A STREAM-style kernel with traffic @p p over double arrays of @p array_bytes each,
-/// fused per element as an element-wise kernel is (out = 1 + sum of the read arrays;
-/// each updated array += 1e-3 x that), written with ordinary stores. StreamResult::bytes
-/// counts as STREAM does (p.counted() arrays); memory moves p.moved(). Two kernels with
-/// the same pattern make the same demands on memory, so this is the bandwidth a kernel of
-/// pattern @p p should be compared with. Throws for a pattern not in stream_patterns().
-StreamResult stream_pattern(const StreamPattern& p, std::int64_t array_bytes, int threads, int passes = 5);
-
-/// stream_pattern's loop for traffic @p p over float arrays the caller owns, for passes
-/// timed one at a time beside a kernel that works on the same arrays. On a virtual
-/// machine two loops with the same traffic over different arrays differed by up to 11% (where
-/// the host placed their pages), and a busy host's bandwidth drifts from one second to the
-/// next: a kernel is compared fairly only with a loop over its own memory, run just before
-/// it.
+/// A STREAM-style loop with traffic @p p over float arrays the caller owns, fused per
+/// element as an element-wise kernel is (out = 1 + sum of the read arrays; each updated
+/// array += 1e-3 x that), written with ordinary stores: the bandwidth a kernel of pattern
+/// @p p should be compared with, since two kernels with the same pattern make the same
+/// demands on memory. Passes are timed one at a time, beside a kernel that works on the
+/// same arrays: on a virtual machine two loops with the same traffic over different arrays
+/// differed by up to 11% (where the host placed their pages), and a busy host's bandwidth
+/// drifts from one second to the next, so a kernel is compared fairly only with a loop over
+/// its own memory, run just before it.
 class StreamLoop {
 public:
     /// @p arrays: the p.read arrays read, then the p.updated updated in place, then the
@@ -99,6 +94,8 @@ public:
     /// Runs one pass and returns its GB/s, counted as STREAM counts them (each array read
     /// or written once). Overwrites the written arrays and updates the updated ones.
     double pass_gbs() const;
+    /// Bytes one pass counts: p.counted() arrays of n floats (memory moves p.moved()).
+    double counted_bytes() const;
 
 private:
     StreamPattern pattern_;
