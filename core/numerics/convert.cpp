@@ -4,16 +4,11 @@
 #include "numerics/convert.hpp"
 
 #include "base/error.hpp"
+#include "base/x86.hpp"
 #include "numerics/bfloat16.hpp"
 #include "numerics/half.hpp"
 #include "sys/cpu_info.hpp"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define GL_X86 1
-#else
-#define GL_X86 0
-#endif
 
 namespace gl::numerics {
 namespace {

@@ -10,15 +10,12 @@
 #include <cstring>
 #include <type_traits>
 
+#include "base/x86.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define GL_X86 1
+#if GL_X86
 #define GL_AVX512 __attribute__((target("avx512f")))
-#else
-#define GL_X86 0
 #endif
 
 // Compiled three times (AVX-512, AVX2, baseline x86-64); the dynamic loader picks
@@ -257,8 +254,9 @@ GL_VECTOR_CLONES void log_softmax_range(const float* __restrict x, float* __rest
 // vscalefps computes p * 2^n from n as a float in one instruction, and its zero-masked form
 // (one compare builds the mask) gives the zeros the clamp gave: lanes whose n is below -126
 // (x - m under -126.5 ln2, about -87.68), -inf among them, come out exactly 0, as
-// exp_inline's n = -127 does. The upper clamp is not needed because x - m <= 0. Every other lane computes the same n, r and e^r as
-// exp_inline, and p * 2^n is one rounding either way: the two versions agree bit for bit.
+// exp_inline's n = -127 does. The upper clamp is not needed because x - m <= 0. Every
+// other lane computes the same n, r and e^r as exp_inline, and p * 2^n is one rounding
+// either way: the two versions agree bit for bit.
 // (Not always_inline: GCC refuses to force an AVX-512 function into the shared template,
 // which has no target of its own; flatten on the caller below inlines it there.)
 GL_AVX512 inline Floats16 exp_of_nonpositive(Floats16 t) {

@@ -8,19 +8,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/x86.hpp"
 #include "numerics/bfloat16.hpp"
 #include "numerics/half.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
+#if GL_X86
 // GCC 12's AVX-512 intrinsics initialise their "undefined" pass-through operand from
 // itself, which -Wmaybe-uninitialized reports at every use (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define GL_X86 1
-#else
-#define GL_X86 0
 #endif
 
 namespace gl::kernels {

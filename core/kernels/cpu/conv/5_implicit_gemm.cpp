@@ -46,20 +46,17 @@
 #include <vector>
 
 #include "base/aligned_vector.hpp"
+#include "base/x86.hpp"
 #include "kernels/cpu/conv/conv.hpp"
 #include "kernels/cpu/sgemm/packed.hpp"
 #include "parallel/thread_pool.hpp"
 #include "sys/cpu_info.hpp"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
+#if GL_X86
 // GCC 12's AVX-512 intrinsics initialise their "undefined" pass-through operand from
 // itself, which -W(maybe-)uninitialized reports at every use (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#define GL_X86 1
-#else
-#define GL_X86 0
 #endif
 
 namespace gl::kernels::conv::implicit_gemm {
